@@ -1,0 +1,116 @@
+/*
+ * cclab/cclab.h - cclab's own extensions to the NCCL API.
+ *
+ * Everything NCCL itself declares lives in <cclab/nccl.h> (also reachable as <nccl.h>); this header
+ * adds what a GPU-free runtime needs on top: host streams, the choice of backend, and observer hooks
+ * on the executor's event stream.
+ *
+ * Usage (host backend, one process, two ranks):
+ *
+ *   ncclComm_t comms[2];  ncclCommInitAll(comms, 2, NULL);
+ *   cudaStream_t s[2];    cclabStreamCreate(&s[0]); cclabStreamCreate(&s[1]);
+ *   ncclGroupStart();
+ *   for (int r = 0; r < 2; ++r) ncclAllReduce(in[r], out[r], n, ncclFloat, ncclSum, comms[r], s[r]);
+ *   ncclGroupEnd();
+ *   cclabStreamSynchronize(s[0]); cclabStreamSynchronize(s[1]);
+ */
+#ifndef CCLAB_CCLAB_H_
+#define CCLAB_CCLAB_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cclab/nccl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CCLAB_VERSION_STRING "0.1.0"
+
+/* ---- Backends ---------------------------------------------------------------------------------- */
+typedef enum {
+  cclabBackendHost = 0, /* CPU threads or processes play the GPUs; device memory is host memory */
+  cclabBackendSim = 1,  /* SimGrid model of the fabric (later issue) */
+  cclabBackendCuda = 2, /* real GPUs (later issue) */
+} cclabBackend_t;
+
+/* The backend communicators created from now on by this process use. Default: CCLAB_BACKEND
+ * ("host", "sim", "cuda") or host. Returns ncclInvalidArgument for a backend not built in. */
+ncclResult_t cclabSetBackend(cclabBackend_t backend);
+ncclResult_t cclabGetBackend(cclabBackend_t* backend);
+const char* cclabBackendName(cclabBackend_t backend);
+
+/* ---- Host streams -------------------------------------------------------------------------------
+ * A host stream is an in-order queue of operations executed asynchronously by a worker thread; it is
+ * passed to the NCCL calls wherever they take a cudaStream_t. The NULL stream means "blocking": the
+ * call returns when the operation is complete. */
+ncclResult_t cclabStreamCreate(cudaStream_t* stream);
+/* Waits until every operation queued on the stream so far is complete; returns the first error any
+ * of them raised (and clears it). */
+ncclResult_t cclabStreamSynchronize(cudaStream_t stream);
+/* Returns ncclSuccess when the stream is idle, ncclInProgress while work is pending. */
+ncclResult_t cclabStreamQuery(cudaStream_t stream);
+ncclResult_t cclabStreamDestroy(cudaStream_t stream);
+
+/* Copies bytes between two buffers of the current backend's memory (host memory on the host
+ * backend, device memory on CUDA). */
+ncclResult_t cclabMemcpy(void* dst, const void* src, size_t bytes);
+
+/* ---- Observer hooks -----------------------------------------------------------------------------
+ * Every primitive step an executor performs (one FIFO slice moved between two ranks, or a local
+ * copy) is reported to the communicator's observer, if one is set. Nothing is computed when none is
+ * set. The callback runs on the executor's thread and must be thread-safe. */
+typedef enum {
+  cclabPrimSend = 0,
+  cclabPrimRecv = 1,
+  cclabPrimRecvReduceSend = 2,
+  cclabPrimRecvReduceCopySend = 3,
+  cclabPrimRecvCopySend = 4,
+  cclabPrimCopySend = 5,
+  cclabPrimRecvReduceCopy = 6,
+  cclabPrimLocalCopy = 7,
+  cclabPrimNumKinds = 8
+} cclabPrim_t;
+
+typedef enum {
+  cclabCollAllReduce = 0,
+  cclabCollBroadcast = 1,
+  cclabCollReduce = 2,
+  cclabCollAllGather = 3,
+  cclabCollReduceScatter = 4,
+  cclabCollSendRecv = 5, /* Send, Recv, and the AlltoAll/Gather/Scatter built from them */
+  cclabCollNumKinds = 6
+} cclabColl_t;
+
+typedef struct {
+  int rank;          /* rank performing the step */
+  int channel;       /* channel index */
+  int sendPeer;      /* rank the step sends to, -1 if none */
+  int recvPeer;      /* rank the step receives from, -1 if none */
+  uint64_t step;     /* FIFO step counter on that connection when the slice began */
+  cclabPrim_t prim;  /* the primitive */
+  cclabColl_t coll;  /* the collective the step belongs to */
+  uint64_t opCount;  /* per-communicator sequence number of the collective */
+  size_t bytes;      /* payload bytes moved by this step */
+  double beginUs;    /* executor clock, microseconds, when the step started waiting */
+  double endUs;      /* executor clock, microseconds, when the step's data was posted */
+} cclabStepEvent_t;
+
+typedef void (*cclabObserverFn)(const cclabStepEvent_t* event, void* userData);
+
+/* Sets (or, with fn == NULL, clears) the observer of a communicator. Must not be called while
+ * operations of that communicator are in flight. */
+ncclResult_t cclabCommSetObserver(ncclComm_t comm, cclabObserverFn fn, void* userData);
+
+/* ---- Introspection ------------------------------------------------------------------------------ */
+/* Number of channels the communicator runs collectives on. */
+ncclResult_t cclabCommChannels(ncclComm_t comm, int* nChannels);
+/* The ring order of a channel: ranks[i] is the i-th rank on the ring, starting at rank 0. */
+ncclResult_t cclabCommRing(ncclComm_t comm, int channel, int* ranks);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* CCLAB_CCLAB_H_ */
