@@ -1,0 +1,22 @@
+// kernels/platform.h - the dual-compile switches every kernels/ header uses.
+//
+// kernels/ headers build with the host compiler (host executor, simulator) and with nvcc (CUDA
+// backend). Functions both sides call are CCLAB_HD; code only a GPU may run sits behind
+// CCLAB_DEVICE_PASS, which is true only during nvcc's device compilation pass.
+#pragma once
+
+#if defined(__CUDACC__)
+#define CCLAB_HD __host__ __device__
+#define CCLAB_DEVICE __device__
+#define CCLAB_FORCEINLINE __forceinline__
+#else
+#define CCLAB_HD
+#define CCLAB_DEVICE
+#define CCLAB_FORCEINLINE inline __attribute__((always_inline))
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define CCLAB_DEVICE_PASS 1
+#else
+#define CCLAB_DEVICE_PASS 0
+#endif
