@@ -12,7 +12,16 @@
 #define NCCL_H_
 
 #if defined(CCLAB_WITH_CUDA_HEADERS) || defined(__CUDACC__)
+/* NVIDIA's nccl.h also brings in the half, bfloat16 and fp8 types (under the same conditions), and NCCL
+ * programs rely on that, so with CUDA headers in use this header includes them too. */
 #include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#if CUDART_VERSION >= 11000
+#include <cuda_bf16.h>
+#endif
+#if defined(__cplusplus) && CUDART_VERSION >= 11080
+#include <cuda_fp8.h>
+#endif
 #else
 #ifndef CCLAB_CUDASTREAM_DECLARED
 #define CCLAB_CUDASTREAM_DECLARED
@@ -29,12 +38,13 @@ typedef struct CUstream_st* cudaStream_t;
 #define NCCL_VERSION(X, Y, Z) \
   (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
 
+/* Outside extern "C": C++ forbids including a standard header inside a linkage specification. */
+#include <limits.h> /* INT_MIN, for NCCL_CONFIG_UNDEF_INT */
+#include <stddef.h> /* size_t, NULL */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#include <limits.h>
-#include <stddef.h>
 
 /* Opaque handle to a communicator. */
 typedef struct ncclComm* ncclComm_t;
@@ -162,10 +172,13 @@ CCLAB_DECLARE_(ncclResult_t, CommInitRankScalable,
 /* Error reporting. */
 CCLAB_DECLARE_(const char*, GetErrorString, (ncclResult_t result));
 CCLAB_DECLARE_(const char*, GetLastError, (ncclComm_t comm));
-__attribute__((deprecated("ncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
-void ncclResetDebugInit(void);
-__attribute__((deprecated("pncclResetDebugInit is not supported as part of the NCCL API and will be removed in the future")))
-void pncclResetDebugInit(void);
+/* Re-reads the logging environment (NCCL_DEBUG*). Deprecated in NCCL, so callers get the same warning.
+ * Declared (void) where NCCL writes (): the same function in C++, and a prototype in C. */
+#define CCLAB_RESET_DEBUG_INIT_DEPRECATED_(name) \
+  __attribute__((deprecated(name " is not supported as part of the NCCL API and will be removed in the future")))
+CCLAB_RESET_DEBUG_INIT_DEPRECATED_("ncclResetDebugInit") void ncclResetDebugInit(void);
+CCLAB_RESET_DEBUG_INIT_DEPRECATED_("pncclResetDebugInit") void pncclResetDebugInit(void);
+#undef CCLAB_RESET_DEBUG_INIT_DEPRECATED_
 CCLAB_DECLARE_(ncclResult_t, CommGetAsyncError, (ncclComm_t comm, ncclResult_t* asyncError));
 
 /* Queries. */
