@@ -1,0 +1,77 @@
+// kernels/collectives.h - the entry an executor calls for one rank and one channel: picks the
+// protocol and the schedule for the collective. This is the "kernel body"; the host executor runs it
+// on a thread per channel, the CUDA executor in a thread block per channel, the simulator in an actor.
+#pragma once
+
+#include <stddef.h>
+
+#include "kernels/p2p.h"
+#include "kernels/platform.h"
+#include "kernels/primitives.h"
+#include "kernels/protocols.h"
+#include "kernels/reduce_copy.h"
+#include "kernels/ring.h"
+#include "kernels/work.h"
+
+namespace cclab {
+
+// Chunk size (bytes) a collective uses with a connection buffer of `buff_bytes` (NCCL's
+// calcCollChunking for Ring/Simple: chunkSteps slots).
+CCLAB_HD inline size_t ring_chunk_bytes(CollKind coll, int buff_bytes) {
+  if (coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter)
+    return ProtoSimpleRing::max_chunk_bytes(buff_bytes);
+  return ProtoSimpleOne::max_chunk_bytes(buff_bytes);
+}
+
+CCLAB_HD inline bool coll_reduces(CollKind c) {
+  return c == CollKind::kAllReduce || c == CollKind::kReduce || c == CollKind::kReduceScatter;
+}
+
+// Runs channel `channel` of collective `w` on this rank. `recv` is the connection from ring.prev(),
+// `send` the connection to ring.next() on that channel. Returns false if the executor aborted.
+template <typename T, typename Exec>
+CCLAB_HD bool run_ring_channel(Exec& exec, const CollWork& w, const RingView& ring, int channel, ConnInfo* recv,
+                               ConnInfo* send) {
+  const RedOp<T> op(w.redop);
+  const T* in = static_cast<const T*>(w.send);
+  T* out = static_cast<T*>(w.recv);
+  if (w.nranks == 1) {
+    // No peers: the result is this rank's input through the op's pre and post functions.
+    const Range r = channel_range(w.count, channel, w.nchannels, ProtoSimpleRing::kGrainBytes / sizeof(T));
+    exec.reduce_copy(op, out + r.lo, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), in + r.lo, r.size(),
+                     coll_reduces(w.coll), coll_reduces(w.coll));
+    return true;
+  }
+  switch (w.coll) {
+    case CollKind::kAllReduce: {
+      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_all_reduce(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kAllGather: {
+      const bool in_place = in == out + static_cast<size_t>(w.rank) * w.count;
+      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_all_gather(p, w, ring, channel, in_place);
+      return !p.aborted();
+    }
+    case CollKind::kReduceScatter: {
+      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_reduce_scatter(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kBroadcast: {
+      Primitives<T, ProtoSimpleOne, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_broadcast(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kReduce: {
+      Primitives<T, ProtoSimpleOne, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_reduce(p, w, ring, channel);
+      return !p.aborted();
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace cclab

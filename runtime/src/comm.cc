@@ -1,0 +1,351 @@
+// Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
+#include "comm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <unordered_set>
+
+#include "base/log.h"
+#include "base/param.h"
+#include "enqueue.h"
+
+namespace cclab {
+namespace {
+
+std::mutex g_live_mu;
+std::unordered_set<ncclComm_t>& live_comms() {
+  static auto* s = new std::unordered_set<ncclComm_t>;
+  return *s;
+}
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+uint64_t host_hash() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return fnv1a(host, strlen(host));
+}
+
+uint64_t proc_hash() {
+  // pid alone is reused across containers; pid + start time + an address in this process is not.
+  static const uint64_t h = [] {
+    uint64_t v = static_cast<uint64_t>(getpid());
+    auto t = std::chrono::steady_clock::now().time_since_epoch().count();
+    v = fnv1a(&t, sizeof t, v);
+    const void* addr = &g_live_mu;
+    return fnv1a(&addr, sizeof addr, v);
+  }();
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Name of the connection carrying data from `from` to `to`: kind 'r' (ring, channel c) or 'p' (p2p).
+std::string conn_name(ncclComm_t comm, char kind, int c, int from, int to) {
+  return "/cclab-" + comm->id_hash + "-" + kind + std::to_string(c) + "-" + std::to_string(from) + "-" +
+         std::to_string(to);
+}
+
+ncclResult_t pick_transport(ncclComm_t comm, int peer, TransportKind* kind) {
+  const PeerInfo& me = comm->peers[comm->rank];
+  const PeerInfo& p = comm->peers[peer];
+  if (me.proc_hash == p.proc_hash && !param_int("NCCL_P2P_DISABLE", 0)) {
+    *kind = TransportKind::kP2p;
+    return ncclSuccess;
+  }
+  if (me.host_hash == p.host_hash) {
+    if (param_int("NCCL_SHM_DISABLE", 0) && me.proc_hash != p.proc_hash)
+      return report_error(ncclInvalidUsage,
+                          "no transport between rank %d and rank %d: they are different processes on one host and "
+                          "NCCL_SHM_DISABLE=1 (network transports come with a later version of cclab)",
+                          comm->rank, peer);
+    *kind = TransportKind::kShm;
+    return ncclSuccess;
+  }
+  return report_error(ncclInvalidUsage,
+                      "no transport between rank %d and rank %d: they are on different hosts, and this version of "
+                      "cclab's host backend connects ranks of one host only (P2P, SHM)",
+                      comm->rank, peer);
+}
+
+ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
+  ncclResult_t r = pick_transport(comm, peer, &conn->kind);
+  if (r != ncclSuccess) return r;
+  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(comm->buff_bytes),
+                     &conn->seg);
+  if (r != ncclSuccess) return r;
+  conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
+  conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
+  conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
+  conn->info.peer = peer;
+  conn->info.step = 0;
+  conn->connected = true;
+  return ncclSuccess;
+}
+
+ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
+  ncclResult_t r = pick_transport(comm, peer, &conn->kind);
+  if (r != ncclSuccess) return r;
+  const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
+  r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(comm->buff_bytes),
+                   &comm->abort_flag, timeout, &conn->seg);
+  if (r != ncclSuccess) return r;
+  conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
+  conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
+  conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
+  conn->info.peer = peer;
+  conn->info.step = 0;
+  conn->connected = true;
+  CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
+             kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
+  return ncclSuccess;
+}
+
+// Parameters every rank must agree on; the smallest wins.
+struct SharedParams {
+  int nchannels;
+  int buff_bytes;
+  int64_t min_channel_bytes;
+};
+
+ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
+  int64_t buff = param_int("NCCL_BUFFSIZE", 4 << 20);
+  if (buff < kNcclSteps * 4096 || buff > (1ll << 30) || buff % (kNcclSteps * 512) != 0)
+    return report_error(ncclInvalidArgument,
+                        "NCCL_BUFFSIZE=%lld is invalid: it must be a multiple of %d between %d and 1 GiB",
+                        static_cast<long long>(buff), kNcclSteps * 512, kNcclSteps * 4096);
+  // The host backend's "topology" is flat; two channels exercise the multi-channel paths without
+  // oversubscribing small machines. NCCL_MIN/MAX_NCHANNELS and the config's min/maxCTAs bound it.
+  int64_t nch = 2;
+  int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
+  if (comm->config.minCTAs != NCCL_CONFIG_UNDEF_INT) lo = std::max<int64_t>(lo, comm->config.minCTAs);
+  if (comm->config.maxCTAs != NCCL_CONFIG_UNDEF_INT) hi = std::min<int64_t>(hi, comm->config.maxCTAs);
+  if (lo < 1 || hi < 1 || lo > 64 || hi > 64)
+    return report_error(ncclInvalidArgument,
+                        "channel bounds NCCL_MIN_NCHANNELS/minCTAs=%lld and NCCL_MAX_NCHANNELS/maxCTAs=%lld must lie "
+                        "in 1..64",
+                        static_cast<long long>(lo), static_cast<long long>(hi));
+  nch = std::max(lo, std::min(hi, nch));
+  p->nchannels = static_cast<int>(nch);
+  p->buff_bytes = static_cast<int>(buff);
+  p->min_channel_bytes = std::max<int64_t>(1, param_int("CCLAB_MIN_CHANNEL_BYTES", 64 << 10));
+  return ncclSuccess;
+}
+
+ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
+  set_log_rank(comm->rank);
+  ncclResult_t r = Bootstrap::create(id, comm->rank, comm->nranks, &comm->abort_flag, &comm->bootstrap);
+  if (r != ncclSuccess) return r;
+  comm->id_hash = hex64(fnv1a(id.internal, sizeof id.internal)).substr(0, 12);
+
+  // Who is where.
+  comm->peers.resize(comm->nranks);
+  PeerInfo& me = comm->peers[comm->rank];
+  me.host_hash = host_hash();
+  me.proc_hash = proc_hash();
+  me.pid = getpid();
+  me.dev = comm->dev;
+  r = comm->bootstrap->allgather(comm->peers.data(), sizeof(PeerInfo));
+  if (r != ncclSuccess) return r;
+
+  std::vector<SharedParams> params(comm->nranks);
+  r = read_params(comm, &params[comm->rank]);
+  if (r != ncclSuccess) {
+    params[comm->rank] = SharedParams{-1, -1, -1};  // still take part, so the others learn of it
+  }
+  ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
+  if (r != ncclSuccess) return r;
+  if (ag != ncclSuccess) return ag;
+  comm->nchannels = 64;
+  comm->buff_bytes = 1 << 30;
+  comm->min_channel_bytes = SIZE_MAX;
+  for (int i = 0; i < comm->nranks; ++i) {
+    if (params[i].nchannels < 0)
+      return report_error(ncclInvalidArgument, "rank %d rejected its parameters (see its log)", i);
+    comm->nchannels = std::min(comm->nchannels, params[i].nchannels);
+    comm->buff_bytes = std::min(comm->buff_bytes, params[i].buff_bytes);
+    comm->min_channel_bytes = std::min(comm->min_channel_bytes, static_cast<size_t>(params[i].min_channel_bytes));
+  }
+  comm->timeout_s = static_cast<double>(param_int("CCLAB_TIMEOUT", 0));
+  comm->exec_cfg.abort_flag = &comm->abort_flag;
+  comm->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", 20));
+  comm->exec_cfg.timeout_us = comm->timeout_s * 1e6;
+  comm->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+
+  // Rings: the host backend's topology is flat, so every channel uses the rank order.
+  comm->channels.resize(comm->nchannels);
+  for (int c = 0; c < comm->nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    ch.ring.resize(comm->nranks);
+    std::iota(ch.ring.begin(), ch.ring.end(), 0);
+    ch.view.resize(comm->nranks);
+    const int pos = static_cast<int>(std::find(ch.ring.begin(), ch.ring.end(), comm->rank) - ch.ring.begin());
+    for (int i = 0; i < comm->nranks; ++i) ch.view[i] = ch.ring[(pos + i) % comm->nranks];
+    if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogInit)) {
+      std::string line;
+      for (int x : ch.ring) line += " " + std::to_string(x);
+      CCLAB_INFO(kLogInit, "Channel %02d/%02d :%s", c, comm->nchannels, line.c_str());
+    }
+  }
+  if (comm->nranks > 1) {
+    // Every receiver creates its side first (never blocks), then every sender attaches (waits).
+    for (int c = 0; c < comm->nchannels; ++c) {
+      Channel& ch = comm->channels[c];
+      r = connect_recv(comm, &ch.recv, 'r', c, ch.view[comm->nranks - 1]);
+      if (r != ncclSuccess) return r;
+    }
+    for (int c = 0; c < comm->nchannels; ++c) {
+      Channel& ch = comm->channels[c];
+      r = connect_send(comm, &ch.send, 'r', c, ch.view[1]);
+      if (r != ncclSuccess) return r;
+    }
+    CCLAB_INFO(kLogInit, "Connected all rings, use ring PXN 0 GDR 0");
+  }
+  r = comm->bootstrap->barrier();
+  if (r != ncclSuccess) return r;
+  comm->lanes = std::make_unique<LanePool>(comm->exec_cfg.spin_us);
+  comm->internal_stream = std::make_unique<HostStream>();
+  CCLAB_INFO(kLogInit, "comm %p rank %d nRanks %d nChannels %d buffSize %d pid %d - Init COMPLETE",
+             static_cast<void*>(comm), comm->rank, comm->nranks, comm->nchannels, comm->buff_bytes, getpid());
+  return ncclSuccess;
+}
+
+ncclResult_t check_config(const ncclConfig_t* config, const char* fn) {
+  if (config == nullptr) return ncclSuccess;
+  if (config->magic != 0xcafebeef || config->size < offsetof(ncclConfig_t, minCTAs))
+    return report_error(ncclInvalidArgument,
+                        "%s: config was not initialised with NCCL_CONFIG_INITIALIZER (magic 0x%x, size %zu)", fn,
+                        config->magic, config->size);
+  if (config->blocking != NCCL_CONFIG_UNDEF_INT && config->blocking != 0 && config->blocking != 1)
+    return report_error(ncclInvalidArgument, "%s: config->blocking must be 0 or 1, not %d", fn, config->blocking);
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t check_comm(ncclComm_t comm, const char* fn) {
+  if (comm == nullptr) return report_error(ncclInvalidArgument, "%s: comm is NULL", fn);
+  std::lock_guard<std::mutex> lk(g_live_mu);
+  if (!live_comms().count(comm) || comm->magic != kCommMagic)
+    return report_error(ncclInvalidArgument,
+                        "%s: comm %p is not a valid communicator (already destroyed, or never created)", fn,
+                        static_cast<void*>(comm));
+  return ncclSuccess;
+}
+
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn) {
+  ncclResult_t r = check_comm(comm, fn);
+  if (r != ncclSuccess) return r;
+  int st = comm->init_state.load();
+  if (st == ncclInProgress)
+    return report_error(ncclInvalidUsage, "%s: comm %p is still initialising (non-blocking init; poll "
+                        "ncclCommGetAsyncError until it returns ncclSuccess)", fn, static_cast<void*>(comm));
+  if (st != ncclSuccess)
+    return report_error(ncclInvalidUsage, "%s: comm %p failed to initialise: %s", fn, static_cast<void*>(comm),
+                        ncclGetErrorString(static_cast<ncclResult_t>(st)));
+  if (comm->finalized) return report_error(ncclInvalidUsage, "%s: comm %p was finalized", fn, static_cast<void*>(comm));
+  if (comm->abort_flag.load())
+    return report_error(ncclInvalidUsage, "%s: comm %p was aborted", fn, static_cast<void*>(comm));
+  return ncclSuccess;
+}
+
+void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
+  std::lock_guard<std::mutex> lk(comm->error_mu);
+  if (comm->async_error.load() == ncclSuccess) {
+    comm->async_error.store(r);
+    comm->async_message = msg;
+  }
+}
+
+ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {
+  Conn& c = comm->p2p_send[peer];
+  if (!c.connected) {
+    ncclResult_t r = connect_send(comm, &c, 'p', 0, peer);
+    if (r != ncclSuccess) return r;
+  }
+  *out = &c;
+  return ncclSuccess;
+}
+
+ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out) {
+  Conn& c = comm->p2p_recv[peer];
+  if (!c.connected) {
+    ncclResult_t r = connect_recv(comm, &c, 'p', 0, peer);
+    if (r != ncclSuccess) return r;
+  }
+  *out = &c;
+  return ncclSuccess;
+}
+
+// Creates communicator `*out` for `rank` of `nranks`; blocking unless config->blocking == 0.
+ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config,
+                       int dev, const char* fn) {
+  if (out == nullptr) return report_error(ncclInvalidArgument, "%s: comm (the output pointer) is NULL", fn);
+  *out = nullptr;
+  if (nranks < 1) return report_error(ncclInvalidArgument, "%s: nranks is %d, it must be at least 1", fn, nranks);
+  if (rank < 0 || rank >= nranks)
+    return report_error(ncclInvalidArgument, "%s: rank %d is out of range for nranks %d (0..%d)", fn, rank, nranks,
+                        nranks - 1);
+  ncclResult_t r = check_config(config, fn);
+  if (r != ncclSuccess) return r;
+  print_version_once();
+
+  auto* comm = new ncclComm;
+  comm->magic = kCommMagic;
+  comm->rank = rank;
+  comm->nranks = nranks;
+  comm->dev = dev;
+  ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
+  comm->config = config ? *config : defaults;
+  const bool blocking = comm->config.blocking != 0;  // UNDEF means blocking
+  {
+    std::lock_guard<std::mutex> lk(g_live_mu);
+    live_comms().insert(comm);
+  }
+  *out = comm;
+  if (blocking) {
+    r = init_body(comm, id);
+    if (r != ncclSuccess) {
+      comm->init_state = r;
+      comm_free(comm);
+      *out = nullptr;
+    }
+    return r;
+  }
+  comm->init_state = ncclInProgress;
+  comm->init_thread = std::thread([comm, id] {
+    ncclResult_t res = init_body(comm, id);
+    if (res != ncclSuccess) set_async_error(comm, res, last_error());
+    comm->init_state = res;
+  });
+  return ncclInProgress;
+}
+
+void comm_free(ncclComm_t comm) {
+  {
+    std::lock_guard<std::mutex> lk(g_live_mu);
+    live_comms().erase(comm);
+  }
+  if (comm->init_thread.joinable()) comm->init_thread.join();
+  comm->internal_stream.reset();
+  comm->lanes.reset();
+  comm->magic = 0;
+  delete comm;
+}
+
+}  // namespace cclab

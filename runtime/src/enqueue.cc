@@ -1,0 +1,290 @@
+// Groups and execution. An operation outside a group is a group of one. At ncclGroupEnd the
+// operations are split by communicator into plans; each plan runs on the stream of its first
+// operation (a host stream's worker, or inline / on the communicator's internal stream for the NULL
+// stream). A plan runs its collectives in order, then all its point-to-point operations together.
+#include "enqueue.h"
+
+#include <algorithm>
+#include <map>
+
+#include "base/log.h"
+#include "host_kernels.h"
+#include "kernels/collectives.h"
+#include "kernels/dtypes.h"
+
+namespace cclab {
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  ncclResult_t error = ncclSuccess;
+  std::vector<OpDesc> ops;
+};
+thread_local GroupState g_group;
+
+// Channels a collective of `bytes` uses: at least CCLAB_MIN_CHANNEL_BYTES (64 KiB) per channel, so
+// small operations do not pay for many threads. The same on every rank, since every rank passes the
+// same byte count (and the parameter is agreed at init).
+int channels_for(ncclComm_t comm, size_t bytes) {
+  size_t n = std::max<size_t>(1, div_up(bytes, comm->min_channel_bytes));
+  return static_cast<int>(std::min<size_t>(n, static_cast<size_t>(comm->nchannels)));
+}
+
+bool is_float_type(ncclDataType_t t) {
+  return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
+         t == ncclFloat8e5m2;
+}
+
+// The scalar `v` as the bit pattern of datatype t.
+uint64_t float_as_type_bits(double v, ncclDataType_t t) {
+  switch (t) {
+    case ncclFloat16: return scalar_to_bits(from_float<half_t>(static_cast<float>(v)));
+    case ncclBfloat16: return scalar_to_bits(from_float<bfloat16_t>(static_cast<float>(v)));
+    case ncclFloat8e4m3: return scalar_to_bits(from_float<fp8_e4m3_t>(static_cast<float>(v)));
+    case ncclFloat8e5m2: return scalar_to_bits(from_float<fp8_e5m2_t>(static_cast<float>(v)));
+    case ncclFloat32: return scalar_to_bits(static_cast<float>(v));
+    default: return scalar_to_bits(v);
+  }
+}
+
+RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t) {
+  switch (op) {
+    case ncclSum: return RedOpArg{RedOpKind::kSum, 0, comm->nranks};
+    case ncclProd: return RedOpArg{RedOpKind::kProd, 0, comm->nranks};
+    case ncclMax: return RedOpArg{RedOpKind::kMax, 0, comm->nranks};
+    case ncclMin: return RedOpArg{RedOpKind::kMin, 0, comm->nranks};
+    case ncclAvg:
+      // As NCCL: floating point averages pre-multiply by 1/nranks, integers divide the sum.
+      if (is_float_type(t)) return RedOpArg{RedOpKind::kPreMulSum, float_as_type_bits(1.0 / comm->nranks, t), comm->nranks};
+      return RedOpArg{RedOpKind::kSumPostDiv, 0, comm->nranks};
+    default: {
+      const DynRedOp& d = comm->redops[op - ncclNumOps];
+      uint64_t bits = d.scalar_bits;
+      if (d.residence == ncclScalarDevice) {  // read now, when the operation executes
+        bits = 0;
+        memcpy(&bits, d.scalar_ptr, type_size(t));
+      }
+      return RedOpArg{RedOpKind::kPreMulSum, bits, comm->nranks};
+    }
+  }
+}
+
+ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what) {
+  ncclResult_t code = ex.failure() == WaitFailure::kAborted     ? ncclInternalError
+                      : ex.failure() == WaitFailure::kTimedOut  ? ncclSystemError
+                                                                : ncclInvalidUsage;
+  std::string msg = std::string(what) + ": " + ex.failure_message();
+  set_async_error(comm, code, msg);
+  return report_error(code, "%s", msg.c_str());
+}
+
+const char* coll_name(CollKind c) {
+  switch (c) {
+    case CollKind::kAllReduce: return "AllReduce";
+    case CollKind::kBroadcast: return "Broadcast";
+    case CollKind::kReduce: return "Reduce";
+    case CollKind::kAllGather: return "AllGather";
+    case CollKind::kReduceScatter: return "ReduceScatter";
+    default: return "SendRecv";
+  }
+}
+
+ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
+  CollWork w;
+  w.coll = op.coll;
+  w.count = op.count;
+  w.send = op.send;
+  w.recv = op.recv;
+  w.root = op.root;
+  w.rank = comm->rank;
+  w.nranks = comm->nranks;
+  const size_t total = op.count * type_size(op.type) *
+                       ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
+  w.nchannels = channels_for(comm, total);
+  w.chunk_bytes = ring_chunk_bytes(op.coll, comm->buff_bytes);
+  w.redop = make_redop(comm, op.op, op.type);
+  w.op_count = comm->op_count++;
+  CCLAB_INFO(kLogColl, "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
+             "[nranks=%d] nChannels %d", coll_name(op.coll), static_cast<unsigned long long>(w.op_count), op.send,
+             op.recv, op.count, op.type, op.op, op.root, static_cast<void*>(comm), comm->nranks, w.nchannels);
+  HostCollFn fn = host_coll_kernel(op.type);
+  std::vector<HostExec> execs(w.nchannels, HostExec(comm->exec_cfg));
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(w.nchannels);
+  for (int c = 0; c < w.nchannels; ++c) {
+    tasks.emplace_back([&, c] {
+      Channel& ch = comm->channels[c];
+      RingView ring{ch.view.data(), comm->nranks};
+      fn(execs[c], w, ring, c, &ch.recv.info, &ch.send.info);
+    });
+  }
+  comm->lanes->run(tasks);
+  for (auto& ex : execs)
+    if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  return ncclSuccess;
+}
+
+// All point-to-point operations of one plan. NCCL's schedule: in round r a rank sends to rank+r and
+// receives from rank-r, both at once. Every rank walks the rounds in the same order, so a send and
+// its receive always meet in the same round, and grouped send/recv patterns that would deadlock one
+// by one (a ring shift of large messages) complete.
+ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+  const int n = comm->nranks, me = comm->rank;
+  std::vector<std::vector<const OpDesc*>> sends(n), recvs(n);
+  for (const OpDesc* o : ops) (o->kind == OpDesc::Kind::kSend ? sends : recvs)[o->peer].push_back(o);
+  const uint64_t op_count = comm->op_count++;
+  // Round 0: to and from myself, a local copy, matched in order.
+  if (sends[me].size() != recvs[me].size())
+    return report_error(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
+                        sends[me].size(), recvs[me].size());
+  for (size_t i = 0; i < sends[me].size(); ++i) {
+    const OpDesc* s = sends[me][i];
+    const OpDesc* r = recvs[me][i];
+    const size_t sb = s->count * type_size(s->type), rb = r->count * type_size(r->type);
+    if (sb != rb)
+      return report_error(ncclInvalidUsage, "rank %d: send of %zu bytes to itself meets a receive of %zu bytes", me, sb,
+                          rb);
+    if (sb && r->recv != s->send) memmove(r->recv, s->send, sb);
+  }
+  for (int round = 1; round < n; ++round) {
+    const int to = (me + round) % n, from = (me - round + n) % n;
+    if (sends[to].empty() && recvs[from].empty()) continue;
+    HostExec send_ex(comm->exec_cfg), recv_ex(comm->exec_cfg);
+    ncclResult_t send_err = ncclSuccess, recv_err = ncclSuccess;
+    std::vector<std::function<void()>> tasks;
+    if (!sends[to].empty())
+      tasks.emplace_back([&] {
+        Conn* c = nullptr;
+        send_err = p2p_connect_send(comm, to, &c);
+        for (size_t i = 0; send_err == ncclSuccess && i < sends[to].size(); ++i) {
+          const OpDesc* o = sends[to][i];
+          P2pWork w{const_cast<void*>(o->send), o->count * type_size(o->type), to, me, op_count};
+          if (!host_p2p_send(send_ex, w, 0, &c->info)) send_err = ncclInternalError;
+        }
+      });
+    if (!recvs[from].empty())
+      tasks.emplace_back([&] {
+        Conn* c = nullptr;
+        recv_err = p2p_connect_recv(comm, from, &c);
+        for (size_t i = 0; recv_err == ncclSuccess && i < recvs[from].size(); ++i) {
+          const OpDesc* o = recvs[from][i];
+          P2pWork w{o->recv, o->count * type_size(o->type), from, me, op_count};
+          if (!host_p2p_recv(recv_ex, w, 0, &c->info)) recv_err = ncclInternalError;
+        }
+      });
+    comm->lanes->run(tasks);
+    if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend");
+    if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv");
+    if (send_err != ncclSuccess) return send_err;
+    if (recv_err != ncclSuccess) return recv_err;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
+  set_log_rank(comm->rank);
+  std::vector<const OpDesc*> p2p;
+  ncclResult_t result = ncclSuccess;
+  for (const OpDesc& o : ops) {
+    if (o.kind != OpDesc::Kind::kColl) {
+      p2p.push_back(&o);
+      continue;
+    }
+    if (result == ncclSuccess) result = run_collective(comm, o);
+  }
+  if (result == ncclSuccess && !p2p.empty()) result = run_p2p(comm, p2p);
+  return result;
+}
+
+ncclResult_t launch(std::vector<OpDesc>& ops) {
+  // Split by communicator, keeping each communicator's order.
+  std::vector<ncclComm_t> order;
+  std::map<ncclComm_t, std::vector<OpDesc>> plans;
+  for (OpDesc& o : ops) {
+    auto it = plans.find(o.comm);
+    if (it == plans.end()) {
+      order.push_back(o.comm);
+      it = plans.emplace(o.comm, std::vector<OpDesc>{}).first;
+    }
+    it->second.push_back(o);
+  }
+  if (order.size() == 1 && plans[order[0]][0].stream == nullptr) {
+    ncclComm_t comm = order[0];
+    comm->inflight.fetch_add(1);
+    ncclResult_t r = run_plan(comm, plans[comm]);
+    comm->inflight.fetch_sub(1);
+    return r;
+  }
+  std::vector<ncclComm_t> waits;
+  for (ncclComm_t comm : order) {
+    std::vector<OpDesc>& plan = plans[comm];
+    bool valid = true;
+    HostStream* hs = host_stream_lookup(plan[0].stream, &valid);
+    if (!hs) {
+      hs = comm->internal_stream.get();
+      waits.push_back(comm);
+    }
+    comm->inflight.fetch_add(1);
+    hs->enqueue([comm, plan = std::move(plan)] {
+      ncclResult_t r = run_plan(comm, plan);
+      comm->inflight.fetch_sub(1);
+      return r;
+    });
+  }
+  ncclResult_t result = ncclSuccess;
+  for (ncclComm_t comm : waits) {
+    ncclResult_t r = comm->internal_stream->synchronize();
+    if (result == ncclSuccess) result = r;
+  }
+  return result;
+}
+
+}  // namespace
+
+size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+
+ncclResult_t enqueue(const OpDesc& op) {
+  if (g_group.depth > 0) {
+    g_group.ops.push_back(op);
+    return ncclSuccess;
+  }
+  std::vector<OpDesc> ops{op};
+  return launch(ops);
+}
+
+ncclResult_t group_start() {
+  ++g_group.depth;
+  return ncclSuccess;
+}
+
+int group_depth() { return g_group.depth; }
+
+void group_fail(ncclResult_t r) {
+  if (g_group.depth > 0 && g_group.error == ncclSuccess) g_group.error = r;
+}
+
+ncclResult_t group_end() {
+  if (g_group.depth == 0)
+    return report_error(ncclInvalidUsage, "ncclGroupEnd: not inside a group (no matching ncclGroupStart)");
+  if (--g_group.depth > 0) return ncclSuccess;
+  std::vector<OpDesc> ops;
+  ops.swap(g_group.ops);
+  ncclResult_t err = g_group.error;
+  g_group.error = ncclSuccess;
+  if (err != ncclSuccess) return err;  // an argument error inside the group: nothing was launched
+  if (ops.empty()) return ncclSuccess;
+  return launch(ops);
+}
+
+void comm_drain(ncclComm_t comm) {
+  while (comm->inflight.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
+
+}  // namespace cclab

@@ -1,0 +1,110 @@
+#include "host_exec.h"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <string>
+
+#include "base/log.h"
+
+namespace cclab {
+namespace {
+
+const char* prim_name(PrimKind p) {
+  switch (p) {
+    case PrimKind::kSend: return "send";
+    case PrimKind::kRecv: return "recv";
+    case PrimKind::kRecvReduceSend: return "recvReduceSend";
+    case PrimKind::kRecvReduceCopySend: return "recvReduceCopySend";
+    case PrimKind::kRecvCopySend: return "recvCopySend";
+    case PrimKind::kCopySend: return "copySend";
+    case PrimKind::kRecvReduceCopy: return "recvReduceCopy";
+    case PrimKind::kLocalCopy: return "localCopy";
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string describe_wait(const WaitSite& s) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s from rank %d for step %llu (%s)", s.rank, s.channel,
+           s.for_data ? "data" : "FIFO credits", s.peer, static_cast<unsigned long long>(s.step), prim_name(s.prim));
+  return buf;
+}
+
+std::string HostExec::failure_message() const {
+  char buf[512];
+  const WaitSite& s = failed_site_;
+  switch (failure_) {
+    case WaitFailure::kNone:
+      return "";
+    case WaitFailure::kAborted:
+      return "aborted while " + describe_wait(s);
+    case WaitFailure::kTimedOut:
+      snprintf(buf, sizeof buf, "timed out after CCLAB_TIMEOUT=%.0f s: ", cfg_.timeout_us / 1e6);
+      return buf + describe_wait(s);
+    case WaitFailure::kSizeMismatch:
+      snprintf(buf, sizeof buf,
+               "rank %d channel %d expected %zu bytes from rank %d at step %llu but received %d: do all ranks call "
+               "the operation with the same count and datatype?",
+               s.rank, s.channel, mismatch_expected_, s.peer, static_cast<unsigned long long>(s.step), mismatch_got_);
+      return buf;
+  }
+  return "";
+}
+
+void HostExec::observe(const StepRecord& r) const {
+  cclabStepEvent_t e;
+  e.rank = r.rank;
+  e.channel = r.channel;
+  e.sendPeer = r.send_peer;
+  e.recvPeer = r.recv_peer;
+  e.step = r.step;
+  e.prim = static_cast<cclabPrim_t>(r.prim);
+  e.coll = static_cast<cclabColl_t>(r.coll);
+  e.opCount = r.op_count;
+  e.bytes = r.bytes;
+  e.beginUs = r.begin_us;
+  e.endUs = r.end_us;
+  cfg_.observer(&e, cfg_.observer_data);
+}
+
+bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) {
+  const double start = cclab::now_us();
+  // Phase 1: spin, yielding now and then so a peer sharing this core can run.
+  for (int i = 0;; ++i) {
+    if (counter_load(c) >= target) return true;
+    if ((i & 255) == 255) {
+      if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
+      if (cclab::now_us() - start > cfg_.spin_us) break;
+      sched_yield();
+    } else {
+      cpu_relax();
+    }
+  }
+  // Phase 2: sleep on the counter's futex, waking at least every 10 ms to check abort and time.
+  bool warned = false;
+  for (;;) {
+    if (counter_load(c) >= target) return true;
+    if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
+      failure_ = WaitFailure::kAborted;
+      failed_site_ = site;
+      return false;
+    }
+    const double waited = cclab::now_us() - start;
+    if (cfg_.timeout_us > 0 && waited > cfg_.timeout_us) {
+      failure_ = WaitFailure::kTimedOut;
+      failed_site_ = site;
+      return false;
+    }
+    if (!warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
+      warned = true;
+      log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (counter at %llu)",
+                  describe_wait(site).c_str(), waited / 1e6, static_cast<unsigned long long>(counter_load(c)));
+    }
+    counter_sleep(c, target, 10000);
+  }
+}
+
+}  // namespace cclab

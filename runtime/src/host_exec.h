@@ -1,0 +1,88 @@
+// runtime/src/host_exec.h - the host executor: what the kernels/ primitives' waits, posts and data
+// loops mean when CPU threads (or processes) play the GPUs.
+//
+// Memory ordering: counters are read with acquire and written with release (sync.h), which on a CPU
+// orders the slot's data stores before the counter store as the GPU's fences do. Waits spin for a
+// few microseconds, then sleep on a futex, so 8 ranks on 2 cores still progress. Every wait polls
+// the communicator's abort flag and, with CCLAB_TIMEOUT set, gives up after that many seconds;
+// a wait longer than CCLAB_STUCK_WARN seconds warns naming the rank, channel, peer and step.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "cclab/cclab.h"
+#include "kernels/primitives.h"
+#include "kernels/reduce_copy.h"
+#include "sync.h"
+
+namespace cclab {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Why a wait ended without its condition.
+enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3 };
+
+struct HostExecConfig {
+  const std::atomic<int>* abort_flag = nullptr;  // communicator's abort flag
+  double spin_us = 20;                           // spin before sleeping, microseconds
+  double timeout_us = 0;                         // 0: wait forever (abortable)
+  double stuck_warn_us = 30e6;                   // warn once after this long
+  cclabObserverFn observer = nullptr;
+  void* observer_data = nullptr;
+};
+
+class HostExec {
+ public:
+  explicit HostExec(const HostExecConfig& cfg) : cfg_(cfg) {}
+
+  bool wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
+    if (counter_load(c) >= target) return true;
+    return wait_slow(const_cast<ConnCounter*>(c), target, site);
+  }
+  void post(ConnCounter* c, uint64_t value) { counter_post(c, value); }
+
+  template <typename T>
+  void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+    cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
+  }
+  void wire(const ConnInfo&, size_t) {}
+  void size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
+    failure_ = WaitFailure::kSizeMismatch;
+    failed_site_ = site;
+    mismatch_expected_ = expected;
+    mismatch_got_ = got;
+  }
+  // Describes why the executor stopped ("" when it did not).
+  std::string failure_message() const;
+
+  bool observing() const { return cfg_.observer != nullptr; }
+  double now_us() const { return cclab::now_us(); }
+  void observe(const StepRecord& r) const;
+
+  WaitFailure failure() const { return failure_; }
+  // The wait that failed (valid when failure() != kNone).
+  const WaitSite& failed_site() const { return failed_site_; }
+
+ private:
+  bool wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site);
+
+  HostExecConfig cfg_;
+  WaitFailure failure_ = WaitFailure::kNone;
+  WaitSite failed_site_{};
+  size_t mismatch_expected_ = 0;
+  int32_t mismatch_got_ = 0;
+};
+
+// Human-readable description of a wait ("rank 1 channel 0 waiting for data from rank 0 for step 4
+// (recvReduceSend)").
+std::string describe_wait(const WaitSite& site);
+
+}  // namespace cclab

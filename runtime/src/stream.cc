@@ -1,0 +1,87 @@
+#include "stream.h"
+
+#include <unordered_set>
+
+#include "base/log.h"
+
+namespace cclab {
+
+HostStream::HostStream() : worker_([this] { run(); }) {}
+
+HostStream::~HostStream() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void HostStream::enqueue(std::function<ncclResult_t()> op) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(op));
+    ++enqueued_;
+  }
+  cv_.notify_one();
+}
+
+ncclResult_t HostStream::synchronize() {
+  std::unique_lock<std::mutex> lk(mu_);
+  const uint64_t target = enqueued_;
+  done_cv_.wait(lk, [&] { return completed_ >= target; });
+  ncclResult_t e = error_;
+  error_ = ncclSuccess;
+  return e;
+}
+
+bool HostStream::idle() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return completed_ == enqueued_;
+}
+
+void HostStream::run() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stop_ and drained
+    auto op = std::move(queue_.front());
+    queue_.pop_front();
+    lk.unlock();
+    ncclResult_t r = op();
+    lk.lock();
+    if (r != ncclSuccess && error_ == ncclSuccess) error_ = r;
+    ++completed_;
+    done_cv_.notify_all();
+  }
+}
+
+namespace {
+std::mutex g_streams_mu;
+std::unordered_set<HostStream*>& streams() {
+  static auto* s = new std::unordered_set<HostStream*>;
+  return *s;
+}
+}  // namespace
+
+HostStream* host_stream_lookup(cudaStream_t s, bool* valid) {
+  *valid = true;
+  if (s == nullptr) return nullptr;
+  auto* hs = reinterpret_cast<HostStream*>(s);
+  std::lock_guard<std::mutex> lk(g_streams_mu);
+  if (!streams().count(hs)) *valid = false;
+  return *valid ? hs : nullptr;
+}
+
+cudaStream_t host_stream_register(HostStream* s) {
+  std::lock_guard<std::mutex> lk(g_streams_mu);
+  streams().insert(s);
+  return reinterpret_cast<cudaStream_t>(s);
+}
+
+bool host_stream_unregister(cudaStream_t s) {
+  std::lock_guard<std::mutex> lk(g_streams_mu);
+  return streams().erase(reinterpret_cast<HostStream*>(s)) > 0;
+}
+
+}  // namespace cclab
