@@ -1,0 +1,61 @@
+// Compile-only check: the ring and point-to-point schedules and the Simple primitives build under
+// nvcc for every datatype, device pass included, so host-only idioms cannot creep into kernels/.
+// The executor below is the smallest one the primitives accept on a GPU (one thread per channel,
+// volatile loads, system-scope fences); the CUDA backend's real executor spreads the data loops over
+// a thread block. Nothing here runs.
+#include "kernels/collectives.h"
+
+namespace {
+
+struct CheckDeviceExec {
+  __device__ bool wait_ge(const cclab::ConnCounter* c, uint64_t target, const cclab::WaitSite&) {
+    while (*reinterpret_cast<const volatile uint64_t*>(&c->value) < target) {
+      if (*abort_flag) return false;
+    }
+    __threadfence_system();  // acquire: the slot's data is read after the counter
+    return true;
+  }
+  __device__ void post(cclab::ConnCounter* c, uint64_t value) {
+    __threadfence_system();  // release: the slot's data is visible before the counter
+    *reinterpret_cast<volatile uint64_t*>(&c->value) = value;
+  }
+  template <typename T>
+  __device__ void reduce_copy(const cclab::RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre,
+                              bool post) {
+    cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
+  }
+  __device__ void wire(const cclab::ConnInfo&, size_t) {}
+  __device__ void size_mismatch(const cclab::WaitSite&, size_t, int32_t) { *abort_flag = 1; }
+  __device__ bool observing() const { return false; }
+  __device__ double now_us() const { return 0.0; }
+  __device__ void observe(const cclab::StepRecord&) const {}
+  volatile int* abort_flag;
+};
+
+template <typename T>
+__device__ void check_type(CheckDeviceExec& ex, const cclab::CollWork& w, const cclab::RingView& ring,
+                           cclab::ConnInfo* recv, cclab::ConnInfo* send) {
+  cclab::run_ring_channel<T, CheckDeviceExec>(ex, w, ring, blockIdx.x, recv, send);
+}
+
+}  // namespace
+
+__global__ void cclab_nvcc_check_schedules(cclab::CollWork w, const int* ranks, int nranks, cclab::ConnInfo* recv,
+                                           cclab::ConnInfo* send, cclab::P2pWork p2p, volatile int* abort_flag) {
+  CheckDeviceExec ex{abort_flag};
+  const cclab::RingView ring{ranks, nranks};
+  check_type<int8_t>(ex, w, ring, recv, send);
+  check_type<uint8_t>(ex, w, ring, recv, send);
+  check_type<int32_t>(ex, w, ring, recv, send);
+  check_type<uint32_t>(ex, w, ring, recv, send);
+  check_type<int64_t>(ex, w, ring, recv, send);
+  check_type<uint64_t>(ex, w, ring, recv, send);
+  check_type<cclab::half_t>(ex, w, ring, recv, send);
+  check_type<float>(ex, w, ring, recv, send);
+  check_type<double>(ex, w, ring, recv, send);
+  check_type<cclab::bfloat16_t>(ex, w, ring, recv, send);
+  check_type<cclab::fp8_e4m3_t>(ex, w, ring, recv, send);
+  check_type<cclab::fp8_e5m2_t>(ex, w, ring, recv, send);
+  cclab::run_p2p_send(ex, p2p, 0, send);
+  cclab::run_p2p_recv(ex, p2p, 0, recv);
+}
