@@ -1,0 +1,81 @@
+// runtime/cli/main.cc - `cclab`: the command-line front end of cclab. Dispatches subcommands.
+//
+//   cclab perf all_reduce -b 8 -e 128M -f 2 -g 4     nccl-tests-style benchmark (see perf_options.h)
+//   cclab --version
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cclab/cclab.h"
+#include "perf_launch.h"
+#include "perf_options.h"
+#include "perf_run.h"
+
+namespace {
+
+// Subcommands planned for later cclab issues; named so that asking for one gets a clear answer.
+constexpr const char* kPlanned[] = {"sim", "tune", "topo", "viz", "trace"};
+
+void print_help() {
+  std::printf(
+      "usage: cclab [--help | --version] SUBCOMMAND [args]\n"
+      "\n"
+      "cclab: a reference implementation of GPU collective communication (NCCL %d.%d.%d API).\n"
+      "\n"
+      "Subcommands:\n"
+      "  perf COLLECTIVE [flags]   measure and check a collective, like nccl-tests (cclab perf --help)\n",
+      NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+}
+
+void print_version() {
+  int library = 0;
+  ncclGetVersion(&library);
+  std::printf("cclab %s (NCCL API %d.%d.%d, library version code %d)\n", CCLAB_VERSION_STRING, NCCL_MAJOR, NCCL_MINOR,
+              NCCL_PATCH, library);
+}
+
+// Only the first MPI process reports usage errors, so `mpirun -np 8` prints them once.
+bool is_first_process() {
+  int rank = 0, size = 1;
+  cclab::under_mpi_launcher(&rank, &size);
+  return rank == 0;
+}
+
+int perf_main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  const cclab::PerfParse parsed = cclab::parse_perf_options(args);
+  if (!parsed.ok) {
+    if (is_first_process()) std::fprintf(stderr, "%s\n", parsed.message.c_str());
+    return cclab::kPerfExitUsage;
+  }
+  if (parsed.help) {
+    std::fputs(cclab::perf_usage().c_str(), stdout);
+    return cclab::kPerfExitOk;
+  }
+  return cclab::launch_perf(parsed.options, argv);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    print_help();
+    return 0;
+  }
+  const std::string sub = argv[1];
+  if (sub == "--version" || sub == "version") {
+    print_version();
+    return 0;
+  }
+  if (sub == "perf") return perf_main(argc, argv);
+  for (const char* planned : kPlanned) {
+    if (sub == planned) {
+      std::fprintf(stderr, "cclab: subcommand '%s' is not available in this build\n", planned);
+      return 2;
+    }
+  }
+  std::fprintf(stderr, "cclab: unknown subcommand '%s' (see cclab --help)\n", sub.c_str());
+  return 2;
+}

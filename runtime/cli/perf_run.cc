@@ -1,0 +1,395 @@
+// runtime/cli/perf_run.cc - the benchmark loop of `cclab perf`, following nccl-tests' TimeTest and
+// BenchTime (src/common.cu): warm up every size, then per size an out-of-place and an in-place run,
+// each timed over -n iterations of -m grouped collectives, then -c checked iterations on fresh data.
+#include "perf_run.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cclab/cclab.h"
+#include "perf_data.h"
+#include "perf_report.h"
+
+namespace cclab {
+namespace {
+
+// One rank's entry in the device report, exchanged with ncclAllGather so ranks in other processes
+// are listed too (nccl-tests uses MPI_Gather for this; cclab uses only its own collectives).
+struct RankRecord {
+  int32_t rank;
+  int32_t pid;
+  char host[120];
+};
+static_assert(sizeof(RankRecord) == 128, "RankRecord is exchanged as 128 raw bytes");
+
+// One table of the benchmark: a datatype, an op and a root.
+struct Case {
+  ncclDataType_t type;
+  PerfOp op;
+  const char* op_label;  // "none" for collectives without an op
+  int root;              // printed root, -1 for collectives without one
+  ncclRedOp_t nccl_op;
+};
+
+struct HalfResult {
+  bool ran = false;
+  double time_us = 0;
+  Bandwidth bw;
+  int64_t wrong = -1;       // elements wrong across all ranks; -1 when not checked (N/A)
+  int64_t ranks_wrong = 0;  // ranks that saw at least one wrong element
+};
+
+ncclRedOp_t builtin_op(PerfOp op) {
+  switch (op) {
+    case PerfOp::kSum: return ncclSum;
+    case PerfOp::kProd: return ncclProd;
+    case PerfOp::kMax: return ncclMax;
+    case PerfOp::kMin: return ncclMin;
+    case PerfOp::kAvg: return ncclAvg;
+    case PerfOp::kMulSum: return ncclSum;  // replaced by a PreMulSum op per rank
+  }
+  return ncclSum;
+}
+
+class RankRunner {
+ public:
+  RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks)
+      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0) {}
+
+  int run() {
+    setup();
+    report_devices();
+    if (printer_) print(format_column_header());
+    const bool has_op = collective_prints_op(o_.collective);
+    const std::vector<PerfOp> ops = has_op ? o_.ops : std::vector<PerfOp>{PerfOp::kSum};
+    std::vector<int> roots{-1};
+    if (collective_has_root(o_.collective)) {
+      roots.clear();
+      for (int r = o_.root < 0 ? 0 : o_.root; r <= (o_.root < 0 ? nranks_ - 1 : o_.root); ++r) roots.push_back(r);
+    }
+    for (ncclDataType_t type : o_.types) {
+      for (PerfOp op : ops) {
+        for (int root : roots) run_case(Case{type, op, has_op ? op_name(op) : "none", root, builtin_op(op)});
+      }
+    }
+    if (printer_) {
+      const double avg_busbw = bw_count_ ? bw_sum_ / bw_count_ : 0.0;
+      print(format_footer(error_count_, avg_busbw, collective_name(o_.collective)) + "\n");
+    }
+    teardown();
+    return any_wrong_ ? kPerfExitWrong : kPerfExitOk;
+  }
+
+ private:
+  // An NCCL call failed: the other ranks would wait for this one forever, so the run ends here.
+  void check(ncclResult_t r, const char* what) {
+    if (r == ncclSuccess) return;
+    const char* last = ncclGetLastError(comm_);
+    std::fprintf(stderr, "cclab perf: rank %d: %s failed: %s%s%s\n", rank_, what, ncclGetErrorString(r),
+                 last && *last ? ": " : "", last ? last : "");
+    std::fflush(stdout);
+    std::fflush(stderr);
+    if (ctx_.abort) ctx_.abort(kPerfExitRuntime);
+    std::_Exit(kPerfExitRuntime);
+  }
+
+  void print(const std::string& text) {
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);  // progress stays visible, as nccl-tests' line-buffered stdout
+  }
+
+  void* alloc(size_t bytes, const char* what) {
+    void* p = nullptr;
+    check(ncclMemAlloc(&p, bytes), what);
+    std::memset(p, 0, bytes);  // host backend: device memory is host memory
+    return p;
+  }
+
+  void setup() {
+    check(ncclCommInitRank(&comm_, nranks_, ctx_.id, rank_), "ncclCommInitRank");
+    if (o_.blocking == 0) check(cclabStreamCreate(&stream_), "cclabStreamCreate");
+    // Every collective's send and receive footprint is at most max_bytes (nccl-tests sizes them so).
+    buf_bytes_ = std::max<size_t>(o_.max_bytes, 64);
+    send_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
+    recv_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
+    scratch_ = alloc(64, "ncclMemAlloc");
+    expected_.resize(buf_bytes_);
+  }
+
+  void teardown() {
+    check(ncclMemFree(send_), "ncclMemFree");
+    check(ncclMemFree(recv_), "ncclMemFree");
+    check(ncclMemFree(scratch_), "ncclMemFree");
+    if (stream_) check(cclabStreamDestroy(stream_), "cclabStreamDestroy");
+    check(ncclCommDestroy(comm_), "ncclCommDestroy");
+  }
+
+  // The banner and one "#  Rank" line per rank of the run, printed by rank 0.
+  void report_devices() {
+    RankRecord mine{};
+    mine.rank = rank_;
+    mine.pid = static_cast<int32_t>(getpid());
+    gethostname(mine.host, sizeof(mine.host) - 1);
+    auto* in = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
+    auto* all = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
+    std::memcpy(in, &mine, sizeof(mine));
+    check(ncclAllGather(in, all, sizeof(RankRecord), ncclUint8, comm_, nullptr), "ncclAllGather (device report)");
+    if (printer_) {
+      BannerInfo b;
+      b.collective = collective_name(o_.collective);
+      b.threads = o_.threads;
+      b.gpus = o_.gpus;
+      b.min_bytes = o_.min_bytes;
+      b.max_bytes = o_.max_bytes;
+      b.step_bytes = o_.step_bytes;
+      b.step_factor = o_.step_factor;
+      b.warmup_iters = o_.warmup_iters;
+      b.iters = o_.iters;
+      b.agg_iters = o_.agg_iters;
+      b.check_iters = o_.check_iters;
+      b.blocking = o_.blocking;
+      ncclGetVersion(&b.library_version);
+      std::string text = format_banner(b);
+      for (int r = 0; r < nranks_; ++r) {
+        RankInfo info;
+        info.rank = all[r].rank;
+        info.pid = all[r].pid;
+        all[r].host[sizeof(all[r].host) - 1] = '\0';
+        info.host = all[r].host;
+        for (int q = 0; q < r; ++q) info.device += std::strcmp(all[q].host, all[r].host) == 0;
+        text += format_rank_line(info);
+      }
+      print(text);
+    }
+    check(ncclMemFree(in), "ncclMemFree");
+    check(ncclMemFree(all), "ncclMemFree");
+  }
+
+  void run_case(Case c) {
+    if (c.op == PerfOp::kMulSum && collective_reduces(o_.collective)) {
+      // Each rank scales its own input by its own scalar (1 or 2), read once at creation.
+      uint64_t scalar = mulsum_scalar_bits(c.type, rank_);
+      check(ncclRedOpCreatePreMulSum(&c.nccl_op, &scalar, c.type, ncclScalarHostImmediate, comm_),
+            "ncclRedOpCreatePreMulSum");
+    }
+    const size_t elt = datatype_size(c.type);
+    barrier();
+    // Warm-up at every power-of-two size from min to max, out of place (nccl-tests 2.19).
+    for (size_t size = o_.min_bytes; size <= o_.max_bytes;) {
+      const CollCounts counts = coll_counts(o_.collective, size, elt, nranks_);
+      for (int w = 0; w < o_.warmup_iters; ++w) start(c, counts, false);
+      complete();
+      const size_t next = size == 0 ? 1 : size * 2;
+      if (next <= size) break;
+      size = next;
+    }
+    for (size_t size : size_sweep(o_)) {
+      const CollCounts counts = coll_counts(o_.collective, size, elt, nranks_);
+      std::string line =
+          format_row_start(reported_bytes(counts, elt), counts.param_count, datatype_name(c.type), c.op_label, c.root);
+      for (bool in_place : {false, true}) {
+        const HalfResult h = bench(c, counts, in_place);
+        if (!h.ran) {
+          line += format_row_half_skipped();
+          continue;
+        }
+        line += format_row_half(h.time_us, h.bw.algbw, h.bw.busbw, h.wrong);
+        bw_sum_ += h.bw.busbw;
+        ++bw_count_;
+        error_count_ += h.ranks_wrong;
+        any_wrong_ = any_wrong_ || h.wrong > 0;
+      }
+      if (printer_) print(line + "\n");
+    }
+    if (c.op == PerfOp::kMulSum && collective_reduces(o_.collective)) {
+      check(ncclRedOpDestroy(c.nccl_op, comm_), "ncclRedOpDestroy");
+    }
+  }
+
+  HalfResult bench(const Case& c, const CollCounts& counts, bool in_place) {
+    HalfResult h;
+    if (in_place && !runs_in_place(o_.collective)) return h;
+    h.ran = true;
+    // Deterministic data for the timed loop too, so every run computes on the same values.
+    if (o_.check_iters > 0) prepare(c, counts, in_place, 99, false);
+    start(c, counts, in_place);
+    complete();
+    barrier();
+
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int iter = 0; iter < o_.iters; ++iter) {
+      if (o_.agg_iters > 1) check(ncclGroupStart(), "ncclGroupStart");
+      for (int a = 0; a < o_.agg_iters; ++a) start(c, counts, in_place);
+      if (o_.agg_iters > 1) check(ncclGroupEnd(), "ncclGroupEnd");
+    }
+    complete();
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
+    const double seconds = combine_time(elapsed.count() / (static_cast<double>(o_.iters) * o_.agg_iters));
+    h.time_us = seconds * 1e6;
+    h.bw = compute_bandwidth(o_.collective, counts.param_count, datatype_size(c.type), nranks_, seconds);
+
+    if (o_.check_iters > 0 && reports_errors(o_.collective, in_place)) {
+      h.wrong = 0;
+      for (int k = 0; k < o_.check_iters; ++k) {
+        ++check_rep_;  // every rank counts the same checks, so the seed agrees across ranks
+        prepare(c, counts, in_place, check_rep_, true);
+        start(c, counts, in_place);
+        complete();
+        const size_t elt = datatype_size(c.type);
+        const int64_t local =
+            count_mismatches(recv_region(counts, in_place, elt), expected_.data(), counts.recv_count, elt);
+        int64_t totals[2] = {local, local > 0 ? 1 : 0};
+        sum_int64(totals, 2);
+        h.wrong = totals[0];
+        h.ranks_wrong = totals[1];
+        if (h.wrong) break;
+      }
+    }
+    return h;
+  }
+
+  char* send_ptr(const CollCounts& counts, bool in_place, size_t elt) {
+    return in_place ? recv_ + counts.send_inplace_offset * rank_ * elt : send_;
+  }
+  // The receive region a rank's result lands in (nccl-tests' CheckData pointer).
+  char* recv_region(const CollCounts& counts, bool in_place, size_t elt) {
+    return in_place ? recv_ + counts.recv_inplace_offset * rank_ * elt : recv_;
+  }
+
+  // Zeroes the receive buffer, writes this rank's input (into its in-place slot when in place) and,
+  // when `with_expected`, what the receive region must hold afterwards.
+  void prepare(const Case& c, const CollCounts& counts, bool in_place, uint64_t seed, bool with_expected) {
+    const size_t elt = datatype_size(c.type);
+    CheckSpec spec;
+    spec.collective = o_.collective;
+    spec.type = c.type;
+    spec.op = c.op;
+    spec.nranks = nranks_;
+    spec.root = c.root < 0 ? 0 : c.root;
+    spec.seed = seed;
+    spec.counts = counts;
+    std::memset(recv_, 0, std::max(counts.send_count, counts.recv_count) * elt);
+    fill_input(spec, rank_, send_ptr(counts, in_place, elt));
+    if (!with_expected) return;
+    std::memcpy(expected_.data(), recv_region(counts, in_place, elt), counts.recv_count * elt);
+    fill_expected(spec, rank_, expected_.data());
+  }
+
+  // Issues one collective of the case (nccl-tests' startColl, minus the buffer shift).
+  void start(const Case& c, const CollCounts& counts, bool in_place) {
+    const size_t elt = datatype_size(c.type);
+    char* s = send_ptr(counts, in_place, elt);
+    char* r = recv_region(counts, in_place, elt);
+    const size_t n = counts.param_count;
+    const int root = c.root < 0 ? 0 : c.root;
+    switch (o_.collective) {
+      case PerfCollective::kAllReduce:
+        check(ncclAllReduce(s, r, n, c.type, c.nccl_op, comm_, stream_), "ncclAllReduce");
+        break;
+      case PerfCollective::kAllGather: check(ncclAllGather(s, r, n, c.type, comm_, stream_), "ncclAllGather"); break;
+      case PerfCollective::kReduceScatter:
+        check(ncclReduceScatter(s, r, n, c.type, c.nccl_op, comm_, stream_), "ncclReduceScatter");
+        break;
+      case PerfCollective::kBroadcast:
+        check(ncclBroadcast(s, r, n, c.type, root, comm_, stream_), "ncclBroadcast");
+        break;
+      case PerfCollective::kReduce:
+        check(ncclReduce(s, r, n, c.type, c.nccl_op, root, comm_, stream_), "ncclReduce");
+        break;
+      case PerfCollective::kAllToAll: check(ncclAlltoAll(s, r, n, c.type, comm_, stream_), "ncclAlltoAll"); break;
+      case PerfCollective::kGather:
+        if (n > 0) check(ncclGather(s, r, n, c.type, root, comm_, stream_), "ncclGather");  // nccl-tests skips 0
+        break;
+      case PerfCollective::kScatter:
+        if (n > 0) check(ncclScatter(s, r, n, c.type, root, comm_, stream_), "ncclScatter");
+        break;
+      case PerfCollective::kSendRecv:
+        // One group: send to the next rank, receive from the previous one (a ring shift).
+        check(ncclGroupStart(), "ncclGroupStart");
+        check(ncclSend(s, n, c.type, (rank_ + 1) % nranks_, comm_, stream_), "ncclSend");
+        check(ncclRecv(r, n, c.type, (rank_ - 1 + nranks_) % nranks_, comm_, stream_), "ncclRecv");
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        break;
+    }
+  }
+
+  // Waits for everything issued so far (NULL stream: already complete when the call returned).
+  void complete() {
+    if (stream_) check(cclabStreamSynchronize(stream_), "cclabStreamSynchronize");
+  }
+
+  // The combining collectives below run on the NULL stream (blocking), after complete().
+  void barrier() {
+    std::memset(scratch_, 0, sizeof(int32_t));
+    check(ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, nullptr), "ncclAllReduce (barrier)");
+  }
+
+  // -a: 0 rank 0's time, 1 mean, 2 min, 3 max over every rank of the run.
+  double combine_time(double seconds) {
+    double v = (o_.average == 0 && rank_ != 0) ? 0.0 : seconds;
+    std::memcpy(scratch_, &v, sizeof(v));
+    const ncclRedOp_t op = o_.average == 2 ? ncclMin : o_.average == 3 ? ncclMax : ncclSum;
+    check(ncclAllReduce(scratch_, scratch_, 1, ncclFloat64, op, comm_, nullptr), "ncclAllReduce (timing)");
+    std::memcpy(&v, scratch_, sizeof(v));
+    return o_.average == 1 ? v / nranks_ : v;
+  }
+
+  void sum_int64(int64_t* values, int n) {
+    std::memcpy(scratch_, values, sizeof(int64_t) * n);
+    check(ncclAllReduce(scratch_, scratch_, n, ncclInt64, ncclSum, comm_, nullptr), "ncclAllReduce (#wrong)");
+    std::memcpy(values, scratch_, sizeof(int64_t) * n);
+  }
+
+  const PerfOptions& o_;
+  const ProcessContext& ctx_;
+  const int rank_;
+  const int nranks_;
+  const bool printer_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  size_t buf_bytes_ = 0;
+  char* send_ = nullptr;
+  char* recv_ = nullptr;
+  void* scratch_ = nullptr;
+  std::vector<unsigned char> expected_;
+  uint64_t check_rep_ = 0;
+  // Totals over the run; identical on every rank, since they come from all-reduced values.
+  double bw_sum_ = 0;
+  int bw_count_ = 0;
+  int64_t error_count_ = 0;
+  bool any_wrong_ = false;
+};
+
+}  // namespace
+
+int run_perf(const PerfOptions& options, const ProcessContext& ctx) {
+  const int per_process = options.ranks_per_process();
+  const int nranks = ctx.nprocs * per_process;
+  if (collective_has_root(options.collective) && options.root >= nranks) {
+    if (ctx.proc == 0) {
+      std::fprintf(stderr, "cclab perf: -r/--root %d is not a rank of this run (%d ranks: 0..%d)\n", options.root,
+                   nranks, nranks - 1);
+    }
+    return kPerfExitUsage;
+  }
+  std::vector<int> status(per_process, kPerfExitOk);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < per_process; ++i) {
+    threads.emplace_back([&, i] {
+      RankRunner runner(options, ctx, ctx.proc * per_process + i, nranks);
+      status[i] = runner.run();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return *std::max_element(status.begin(), status.end());
+}
+
+}  // namespace cclab
