@@ -42,7 +42,15 @@ class Primitives {
   CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
                       int rank, int channel, CollKind coll, uint64_t op_count)
       : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
-        channel_(channel), coll_(coll), op_count_(op_count) {}
+        channel_(channel), coll_(coll), op_count_(op_count) {
+    // As NCCL's loadRecvConn/loadSendConn: start on a chunk boundary of this protocol. A connection's
+    // step persists across operations, and one that used 1-step slices (Broadcast, Reduce) may stop
+    // on an odd step; a 2-step slice starting there would run past the FIFO's last slot. Both ends
+    // of a connection ran the same operations, so both round to the same step.
+    constexpr uint64_t kChunkSteps = static_cast<uint64_t>(Proto::kChunkSteps);
+    if (recv_) recv_->step = (recv_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+    if (send_) send_->step = (send_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+  }
 
   CCLAB_HD bool aborted() const { return aborted_; }
 

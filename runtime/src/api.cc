@@ -2,6 +2,7 @@
 // pnccl* profiling alias NCCL provides.
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -310,20 +311,64 @@ extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclu
   const char* fn = "ncclCommShrink";
   ncclResult_t r = check_comm_ready(comm, fn);
   if (r != ncclSuccess) return r;
+  if (!newcomm) return report_error(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  *newcomm = nullptr;
   if (nexclude < 0 || (nexclude > 0 && !exclude))
     return report_error(ncclInvalidArgument, "%s: excludeRanksList is NULL or excludeRanksCount %d < 0", fn, nexclude);
   if (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT)
     return report_error(ncclInvalidArgument, "%s: shrinkFlags %d is not NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT", fn,
                         flags);
-  bool excluded = false;
+  std::vector<bool> excluded(comm->nranks, false);
   for (int i = 0; i < nexclude; ++i) {
     if (exclude[i] < 0 || exclude[i] >= comm->nranks)
       return report_error(ncclInvalidArgument, "%s: excluded rank %d is out of range (nranks %d)", fn, exclude[i],
                           comm->nranks);
-    excluded |= exclude[i] == comm->rank;
+    excluded[exclude[i]] = true;
   }
-  // The remaining ranks keep their order: a split with one color, keyed by the old rank.
-  return ncclCommSplit(comm, excluded ? NCCL_SPLIT_NOCOLOR : 0, comm->rank, newcomm, config);
+  // As in NCCL, excluded ranks do not call: they may be dead. So nothing here may wait for them (no
+  // all-gather over the parent); the survivors only talk to each other.
+  if (excluded[comm->rank])
+    return report_error(ncclInvalidArgument, "%s: rank %d is in excludeRanksList; excluded ranks must not call it", fn,
+                        comm->rank);
+  if (flags == NCCL_SHRINK_ABORT) {
+    // Operations stuck on a dead rank end now; the flag is lowered again for the bootstrap below.
+    comm->abort_flag.store(1);
+    comm_drain(comm);
+    comm->abort_flag.store(0);
+  }
+  std::vector<int> survivors;
+  for (int i = 0; i < comm->nranks; ++i)
+    if (!excluded[i]) survivors.push_back(i);
+  // The first survivor makes the new unique id and sends it to the others. Every survivor counts its
+  // shrinks of this parent, so the tag tells this shrink's message from an earlier one's.
+  struct IdMsg {
+    int32_t status;
+    ncclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  const int tag = 0x53480000 + (comm->shrink_count++ & 0xffff);
+  const int leader = survivors[0];
+  if (comm->rank == leader) {
+    msg.status = bootstrap_get_unique_id(&msg.id);
+    std::string err = msg.status != ncclSuccess ? last_error() : "";
+    for (size_t i = 1; i < survivors.size(); ++i) {
+      r = comm->bootstrap->send(survivors[i], tag, &msg, sizeof msg);
+      if (r != ncclSuccess) return r;
+    }
+    if (msg.status != ncclSuccess) {
+      set_last_error(err.c_str());
+      return static_cast<ncclResult_t>(msg.status);
+    }
+  } else {
+    r = comm->bootstrap->recv(leader, tag, &msg, sizeof msg);
+    if (r != ncclSuccess) return r;
+    if (msg.status != ncclSuccess)
+      return report_error(static_cast<ncclResult_t>(msg.status), "%s: rank %d (the first remaining rank) could not "
+                          "create the new communicator's unique id", fn, leader);
+  }
+  const int newrank = static_cast<int>(std::find(survivors.begin(), survivors.end(), comm->rank) - survivors.begin());
+  ncclConfig_t cfg = config ? *config : comm->config;
+  return comm_init(newcomm, static_cast<int>(survivors.size()), msg.id, newrank, &cfg, comm->dev, fn);
 }
 CCLAB_ALIAS(ncclResult_t, ncclCommShrink, (ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int))
 

@@ -104,7 +104,13 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
   r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(comm->buff_bytes),
                    &comm->abort_flag, timeout, &conn->seg);
-  if (r != ncclSuccess) return r;
+  if (r != ncclSuccess) {
+    // The transport names the connection object; say which ranks it joins and what was being set up.
+    const std::string why = last_error();
+    return report_error(r, "rank %d could not connect to rank %d (%s %d, via %s): %s", comm->rank, peer,
+                        kind == 'r' ? "ring channel" : "point-to-point channel", c, transport_name(conn->kind),
+                        why.c_str());
+  }
   conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
   conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
   conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
@@ -184,6 +190,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   comm->timeout_s = static_cast<double>(param_int("CCLAB_TIMEOUT", 0));
   comm->exec_cfg.abort_flag = &comm->abort_flag;
   comm->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", 20));
+  comm->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
   comm->exec_cfg.timeout_us = comm->timeout_s * 1e6;
   comm->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
 

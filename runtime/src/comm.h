@@ -82,6 +82,7 @@ struct ncclComm {
   std::thread init_thread;  // non-blocking init
   std::atomic<int> inflight{0};  // plans queued or running
   bool finalized = false;
+  int shrink_count = 0;  // ncclCommShrink calls on this communicator (tags their bootstrap messages)
   double timeout_s = 0;
 };
 

@@ -151,11 +151,14 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
     if (sends[to].empty() && recvs[from].empty()) continue;
     HostExec send_ex(comm->exec_cfg), recv_ex(comm->exec_cfg);
     ncclResult_t send_err = ncclSuccess, recv_err = ncclSuccess;
+    // A task may run on a lane thread, whose last error the caller cannot see: keep the message.
+    std::string send_msg, recv_msg;
     std::vector<std::function<void()>> tasks;
     if (!sends[to].empty())
       tasks.emplace_back([&] {
         Conn* c = nullptr;
         send_err = p2p_connect_send(comm, to, &c);
+        if (send_err != ncclSuccess) send_msg = last_error();
         for (size_t i = 0; send_err == ncclSuccess && i < sends[to].size(); ++i) {
           const OpDesc* o = sends[to][i];
           P2pWork w{const_cast<void*>(o->send), o->count * type_size(o->type), to, me, op_count};
@@ -166,6 +169,7 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
       tasks.emplace_back([&] {
         Conn* c = nullptr;
         recv_err = p2p_connect_recv(comm, from, &c);
+        if (recv_err != ncclSuccess) recv_msg = last_error();
         for (size_t i = 0; recv_err == ncclSuccess && i < recvs[from].size(); ++i) {
           const OpDesc* o = recvs[from][i];
           P2pWork w{o->recv, o->count * type_size(o->type), from, me, op_count};
@@ -175,8 +179,13 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
     comm->lanes->run(tasks);
     if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend");
     if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv");
-    if (send_err != ncclSuccess) return send_err;
-    if (recv_err != ncclSuccess) return recv_err;
+    for (auto* e : {&send_err, &recv_err}) {
+      if (*e == ncclSuccess) continue;
+      const std::string msg = std::string(e == &send_err ? "ncclSend: " : "ncclRecv: ") +
+                              (e == &send_err ? send_msg : recv_msg);
+      set_async_error(comm, *e, msg);
+      return report_error(*e, "%s", msg.c_str());
+    }
   }
   return ncclSuccess;
 }

@@ -72,10 +72,10 @@ void HostExec::observe(const StepRecord& r) const {
 
 bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) {
   const double start = cclab::now_us();
-  // Phase 1: spin, yielding now and then so a peer sharing this core can run.
+  // Phase 1: spin for spin_us, yielding now and then so a peer sharing this core can run.
   for (int i = 0;; ++i) {
     if (counter_load(c) >= target) return true;
-    if ((i & 255) == 255) {
+    if ((i & 63) == 63) {
       if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
       if (cclab::now_us() - start > cfg_.spin_us) break;
       sched_yield();
@@ -83,7 +83,15 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
       cpu_relax();
     }
   }
-  // Phase 2: sleep on the counter's futex, waking at least every 10 ms to check abort and time.
+  // Phase 2: hand the core over at every check for yield_us. With more ranks than cores the peer
+  // we wait for is usually runnable on this very core, and a yield lets it run at once, where a
+  // futex sleep would add a wake-up (tens of microseconds) per FIFO step.
+  while (cclab::now_us() - start < cfg_.spin_us + cfg_.yield_us) {
+    if (counter_load(c) >= target) return true;
+    if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
+    sched_yield();
+  }
+  // Phase 3: sleep on the counter's futex, waking at least every 10 ms to check abort and time.
   bool warned = false;
   for (;;) {
     if (counter_load(c) >= target) return true;

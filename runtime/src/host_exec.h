@@ -32,7 +32,8 @@ enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMism
 
 struct HostExecConfig {
   const std::atomic<int>* abort_flag = nullptr;  // communicator's abort flag
-  double spin_us = 20;                           // spin before sleeping, microseconds
+  double spin_us = 20;                           // spin before yielding, microseconds
+  double yield_us = 2000;                        // then yield the core before sleeping, microseconds
   double timeout_us = 0;                         // 0: wait forever (abortable)
   double stuck_warn_us = 30e6;                   // warn once after this long
   cclabObserverFn observer = nullptr;

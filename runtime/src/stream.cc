@@ -32,6 +32,10 @@ ncclResult_t HostStream::synchronize() {
   done_cv_.wait(lk, [&] { return completed_ >= target; });
   ncclResult_t e = error_;
   error_ = ncclSuccess;
+  // The failure was reported on the worker thread; make its message the caller's last error too, so
+  // that ncclGetLastError after a failed synchronize says what went wrong.
+  if (e != ncclSuccess) set_last_error(error_msg_.c_str());
+  error_msg_.clear();
   return e;
 }
 
@@ -50,7 +54,10 @@ void HostStream::run() {
     lk.unlock();
     ncclResult_t r = op();
     lk.lock();
-    if (r != ncclSuccess && error_ == ncclSuccess) error_ = r;
+    if (r != ncclSuccess && error_ == ncclSuccess) {
+      error_ = r;
+      error_msg_ = last_error();  // set by the failing op on this (the worker) thread
+    }
     ++completed_;
     done_cv_.notify_all();
   }

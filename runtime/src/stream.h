@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "cclab/nccl.h"
@@ -34,6 +35,7 @@ class HostStream {
   std::deque<std::function<ncclResult_t()>> queue_;
   uint64_t enqueued_ = 0, completed_ = 0;
   ncclResult_t error_ = ncclSuccess;
+  std::string error_msg_;  // the message of error_, handed to the thread that synchronizes
   bool stop_ = false;
   std::thread worker_;
 };

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,5 +45,18 @@ struct Comms {
   int size() const { return static_cast<int>(comms.size()); }
   ncclComm_t operator[](int r) const { return comms[r]; }
 };
+
+// Runs fn(rank) for every rank on a thread of its own and joins them: blocking calls of different
+// ranks (init, NULL-stream collectives) must overlap or they wait for each other forever.
+inline void run_ranks(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
+  for (auto& t : threads) t.join();
+}
+
+// Seconds on a monotonic clock, for tests that bound how long something takes.
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 }  // namespace cclab_test

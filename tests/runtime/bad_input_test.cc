@@ -1,0 +1,271 @@
+// Bad input: every API argument error returns ncclInvalidArgument or ncclInvalidUsage at once (no
+// crash, no hang, nothing launched) and ncclGetLastError names the offending argument. Ranks that
+// disagree on a count fail with an error instead of hanging (CCLAB_TIMEOUT bounds it, set by ctest).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "comm_fixture.h"
+
+using cclab_test::Comms;
+using cclab_test::run_ranks;
+
+namespace {
+
+// Asserts that `call` failed with `code` and that the thread's last error contains every one of
+// `words` (the argument's name and, where useful, its value).
+#define EXPECT_BAD(call, code, ...)                                                        \
+  do {                                                                                     \
+    ncclResult_t _r = (call);                                                              \
+    EXPECT_EQ(_r, code) << #call;                                                          \
+    const std::string _msg = ncclGetLastError(nullptr);                                    \
+    for (const char* _w : {__VA_ARGS__})                                                   \
+      EXPECT_NE(_msg.find(_w), std::string::npos) << #call << ": \"" << _msg << "\" lacks \"" << _w << "\""; \
+  } while (0)
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    comms_ = std::make_unique<Comms>(2, 1);
+    for (int r = 0; r < 2; ++r) ASSERT_NE((*comms_)[r], nullptr);
+    c0_ = (*comms_)[0];
+  }
+  std::unique_ptr<Comms> comms_;
+  ncclComm_t c0_ = nullptr;
+  std::vector<float> a_ = std::vector<float>(4096, 1.0f), b_ = std::vector<float>(4096, 0.0f);
+};
+
+TEST_F(BadInput, NullBuffers) {
+  EXPECT_BAD(ncclAllReduce(nullptr, b_.data(), 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument,
+             "ncclAllReduce", "sendbuff");
+  EXPECT_BAD(ncclAllReduce(a_.data(), nullptr, 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument,
+             "recvbuff");
+  EXPECT_BAD(ncclAllGather(nullptr, b_.data(), 16, ncclFloat, c0_, nullptr), ncclInvalidArgument, "ncclAllGather",
+             "sendbuff");
+  EXPECT_BAD(ncclReduceScatter(a_.data(), nullptr, 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument,
+             "ncclReduceScatter", "recvbuff");
+  EXPECT_BAD(ncclReduce(nullptr, b_.data(), 16, ncclFloat, ncclSum, 0, c0_, nullptr), ncclInvalidArgument,
+             "sendbuff");
+  // The root's sendbuff is what a Broadcast reads (rank 0 is the root here).
+  EXPECT_BAD(ncclBroadcast(nullptr, b_.data(), 16, ncclFloat, 0, c0_, nullptr), ncclInvalidArgument, "sendbuff");
+  EXPECT_BAD(ncclSend(nullptr, 16, ncclFloat, 1, c0_, nullptr), ncclInvalidArgument, "ncclSend", "sendbuff");
+  EXPECT_BAD(ncclRecv(nullptr, 16, ncclFloat, 1, c0_, nullptr), ncclInvalidArgument, "ncclRecv", "recvbuff");
+}
+
+TEST_F(BadInput, InvalidDatatypeAndOp) {
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, static_cast<ncclDataType_t>(99), ncclSum, c0_, nullptr),
+             ncclInvalidArgument, "datatype", "99");
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, static_cast<ncclDataType_t>(-1), ncclSum, c0_, nullptr),
+             ncclInvalidArgument, "datatype", "-1");
+  EXPECT_BAD(ncclAllGather(a_.data(), b_.data(), 16, static_cast<ncclDataType_t>(99), c0_, nullptr),
+             ncclInvalidArgument, "datatype");
+  EXPECT_BAD(ncclSend(a_.data(), 16, static_cast<ncclDataType_t>(99), 1, c0_, nullptr), ncclInvalidArgument,
+             "datatype");
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, static_cast<ncclRedOp_t>(77), c0_, nullptr),
+             ncclInvalidArgument, "op 77");
+  EXPECT_BAD(ncclReduce(a_.data(), b_.data(), 16, ncclFloat, static_cast<ncclRedOp_t>(-3), 0, c0_, nullptr),
+             ncclInvalidArgument, "op -3");
+  EXPECT_BAD(ncclReduceScatter(a_.data(), b_.data(), 16, ncclFloat, static_cast<ncclRedOp_t>(77), c0_, nullptr),
+             ncclInvalidArgument, "op 77");
+}
+
+TEST_F(BadInput, PreMulSumWithAnotherDatatype) {
+  float scalar = 2.0f;
+  ncclRedOp_t op;
+  NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, c0_));
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclInt32, op, c0_, nullptr), ncclInvalidArgument, "datatype");
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat64, op, c0_, nullptr), ncclInvalidArgument,
+             "datatype");
+  NCCL_OK(ncclRedOpDestroy(op, c0_));
+  // Destroyed, the op is no longer valid even with its own datatype.
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat32, op, c0_, nullptr), ncclInvalidArgument, "op");
+  // An op created on one communicator means nothing on another.
+  NCCL_OK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, c0_));
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat32, op, (*comms_)[1], nullptr), ncclInvalidArgument,
+             "op");
+  NCCL_OK(ncclRedOpDestroy(op, c0_));
+}
+
+TEST_F(BadInput, NegativeCounts) {
+  // A negative int passed as the size_t count becomes huge; the buffers are valid pointers, so only
+  // the count can be blamed.
+  for (size_t count : {static_cast<size_t>(-1), static_cast<size_t>(-4096)}) {
+    SCOPED_TRACE(count);
+    EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), count, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument,
+               "count");
+    EXPECT_BAD(ncclBroadcast(a_.data(), b_.data(), count, ncclInt8, 0, c0_, nullptr), ncclInvalidArgument, "count");
+    EXPECT_BAD(ncclReduce(a_.data(), b_.data(), count, ncclUint8, ncclMax, 0, c0_, nullptr), ncclInvalidArgument,
+               "count");
+    EXPECT_BAD(ncclAllGather(a_.data(), b_.data(), count, ncclInt8, c0_, nullptr), ncclInvalidArgument, "count");
+    EXPECT_BAD(ncclReduceScatter(a_.data(), b_.data(), count, ncclFloat64, ncclSum, c0_, nullptr),
+               ncclInvalidArgument, "count");
+    EXPECT_BAD(ncclSend(a_.data(), count, ncclFloat, 1, c0_, nullptr), ncclInvalidArgument, "count");
+    EXPECT_BAD(ncclRecv(b_.data(), count, ncclFloat, 1, c0_, nullptr), ncclInvalidArgument, "count");
+    EXPECT_BAD(ncclAlltoAll(a_.data(), b_.data(), count, ncclFloat, c0_, nullptr), ncclInvalidArgument, "count");
+  }
+  // The largest count that is still a sane byte size times nranks passes the check only when the
+  // product does not overflow: 2^61 int8 elements times 2 ranks is 2^62 bytes, the limit.
+  EXPECT_BAD(ncclAllGather(a_.data(), b_.data(), (static_cast<size_t>(1) << 61) + 1, ncclInt8, c0_, nullptr),
+             ncclInvalidArgument, "count");
+}
+
+TEST_F(BadInput, RootAndPeerOutOfRange) {
+  EXPECT_BAD(ncclBroadcast(a_.data(), b_.data(), 16, ncclFloat, 2, c0_, nullptr), ncclInvalidArgument, "root 2",
+             "nranks 2");
+  EXPECT_BAD(ncclBroadcast(a_.data(), b_.data(), 16, ncclFloat, -1, c0_, nullptr), ncclInvalidArgument, "root -1");
+  EXPECT_BAD(ncclBcast(a_.data(), 16, ncclFloat, 7, c0_, nullptr), ncclInvalidArgument, "root 7");
+  EXPECT_BAD(ncclReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, 2, c0_, nullptr), ncclInvalidArgument,
+             "root 2");
+  EXPECT_BAD(ncclGather(a_.data(), b_.data(), 16, ncclFloat, 5, c0_, nullptr), ncclInvalidArgument, "root 5");
+  EXPECT_BAD(ncclScatter(a_.data(), b_.data(), 16, ncclFloat, -2, c0_, nullptr), ncclInvalidArgument, "root -2");
+  EXPECT_BAD(ncclSend(a_.data(), 16, ncclFloat, 2, c0_, nullptr), ncclInvalidArgument, "peer 2");
+  EXPECT_BAD(ncclRecv(b_.data(), 16, ncclFloat, -1, c0_, nullptr), ncclInvalidArgument, "peer -1");
+}
+
+TEST_F(BadInput, NullCommAndInvalidStream) {
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
+             "comm", "NULL");
+  EXPECT_BAD(ncclBroadcast(a_.data(), b_.data(), 16, ncclFloat, 0, nullptr, nullptr), ncclInvalidArgument, "comm");
+  EXPECT_BAD(ncclSend(a_.data(), 16, ncclFloat, 0, nullptr, nullptr), ncclInvalidArgument, "comm");
+  int v = 0;
+  EXPECT_BAD(ncclCommCount(nullptr, &v), ncclInvalidArgument, "comm");
+  EXPECT_BAD(ncclCommUserRank(nullptr, &v), ncclInvalidArgument, "comm");
+  // A pointer that is no communicator at all is refused without being dereferenced for anything
+  // but a registry lookup.
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, reinterpret_cast<ncclComm_t>(a_.data()),
+                           nullptr),
+             ncclInvalidArgument, "comm", "not a valid communicator");
+
+  auto bogus = reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(0x1234));
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, c0_, bogus), ncclInvalidArgument, "stream");
+  EXPECT_BAD(ncclSend(a_.data(), 16, ncclFloat, 1, c0_, bogus), ncclInvalidArgument, "stream");
+  EXPECT_BAD(cclabStreamSynchronize(bogus), ncclInvalidArgument, "stream");
+  // A destroyed stream is as invalid as a made-up one.
+  cudaStream_t s;
+  NCCL_OK(cclabStreamCreate(&s));
+  NCCL_OK(cclabStreamDestroy(s));
+  EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, c0_, s), ncclInvalidArgument, "stream");
+}
+
+TEST(BadInit, NranksAndRank) {
+  ncclUniqueId id;
+  NCCL_OK(ncclGetUniqueId(&id));
+  ncclComm_t c = reinterpret_cast<ncclComm_t>(0x1);
+  EXPECT_BAD(ncclCommInitRank(&c, 0, id, 0), ncclInvalidArgument, "nranks", "0");
+  EXPECT_EQ(c, nullptr) << "a failed init must leave *comm NULL";
+  EXPECT_BAD(ncclCommInitRank(&c, -3, id, 0), ncclInvalidArgument, "nranks", "-3");
+  EXPECT_BAD(ncclCommInitRank(&c, 2, id, 2), ncclInvalidArgument, "rank 2", "nranks 2");
+  EXPECT_BAD(ncclCommInitRank(&c, 2, id, -1), ncclInvalidArgument, "rank -1");
+  EXPECT_BAD(ncclCommInitRank(nullptr, 2, id, 0), ncclInvalidArgument, "comm");
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  EXPECT_BAD(ncclCommInitRankConfig(&c, 4, id, 4, &cfg), ncclInvalidArgument, "rank 4");
+  cfg.blocking = 7;
+  EXPECT_BAD(ncclCommInitRankConfig(&c, 1, id, 0, &cfg), ncclInvalidArgument, "blocking");
+
+  ncclComm_t comms[2];
+  EXPECT_BAD(ncclCommInitAll(comms, 0, nullptr), ncclInvalidArgument, "ndev", "0");
+  EXPECT_BAD(ncclCommInitAll(comms, -1, nullptr), ncclInvalidArgument, "ndev");
+  EXPECT_BAD(ncclCommInitAll(nullptr, 2, nullptr), ncclInvalidArgument, "comms");
+  const int dup[2] = {1, 1};
+  EXPECT_BAD(ncclCommInitAll(comms, 2, dup), ncclInvalidUsage, "devlist");
+}
+
+TEST(BadInit, UseAfterDestroy) {
+  ncclComm_t c;
+  NCCL_OK(ncclCommInitAll(&c, 1, nullptr));
+  std::vector<float> a(16, 1.0f), b(16, 0.0f);
+  NCCL_OK(ncclAllReduce(a.data(), b.data(), 16, ncclFloat, ncclSum, c, nullptr));
+  EXPECT_EQ(b[3], 1.0f);
+  NCCL_OK(ncclCommDestroy(c));
+  EXPECT_BAD(ncclAllReduce(a.data(), b.data(), 16, ncclFloat, ncclSum, c, nullptr), ncclInvalidArgument, "comm",
+             "destroyed");
+  EXPECT_BAD(ncclSend(a.data(), 16, ncclFloat, 0, c, nullptr), ncclInvalidArgument, "comm");
+  int n = 0;
+  EXPECT_BAD(ncclCommCount(c, &n), ncclInvalidArgument, "comm");
+  EXPECT_BAD(ncclCommDestroy(c), ncclInvalidArgument, "comm");
+  EXPECT_BAD(ncclCommFinalize(c), ncclInvalidArgument, "comm");
+}
+
+// An argument error inside a group fails the group: ncclGroupEnd returns it and nothing runs, so the
+// valid operation queued before it never touches its buffers.
+TEST_F(BadInput, ErrorInsideGroupLaunchesNothing) {
+  std::vector<float> out0(16, -7.0f), out1(16, -7.0f);
+  NCCL_OK(ncclGroupStart());
+  EXPECT_EQ(ncclAllReduce(a_.data(), out0.data(), 16, ncclFloat, ncclSum, c0_, nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(a_.data(), out1.data(), 16, ncclFloat, ncclSum, (*comms_)[1], nullptr), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(a_.data(), nullptr, 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_EQ(out0, std::vector<float>(16, -7.0f));
+  EXPECT_EQ(out1, std::vector<float>(16, -7.0f));
+  // The failure does not stick to the next group.
+  NCCL_OK(ncclGroupStart());
+  NCCL_OK(ncclAllReduce(a_.data(), out0.data(), 16, ncclFloat, ncclSum, c0_, nullptr));
+  NCCL_OK(ncclAllReduce(a_.data(), out1.data(), 16, ncclFloat, ncclSum, (*comms_)[1], nullptr));
+  NCCL_OK(ncclGroupEnd());
+  EXPECT_EQ(out0, std::vector<float>(16, 2.0f));
+  EXPECT_EQ(out1, std::vector<float>(16, 2.0f));
+}
+
+// Rank 0 passes 1000 elements, rank 1 2000, to the same AllReduce. Both calls must return an error
+// (not hang, not crash): the slices disagree in size, which the receiver sees in the FIFO's size
+// table, or, failing that, CCLAB_TIMEOUT ends the wait and names the step.
+TEST_F(BadInput, MismatchedCountsAcrossRanks) {
+  std::vector<ncclResult_t> res(2, ncclSuccess);
+  std::vector<std::string> msg(2);
+  std::vector<std::vector<float>> in(2, std::vector<float>(2000, 1.0f)), out(2, std::vector<float>(2000, 0.0f));
+  const double t0 = cclab_test::now_s();
+  run_ranks(2, [&](int r) {
+    res[r] = ncclAllReduce(in[r].data(), out[r].data(), r == 0 ? 1000 : 2000, ncclFloat, ncclSum, (*comms_)[r],
+                           nullptr);
+    msg[r] = ncclGetLastError((*comms_)[r]);
+  });
+  EXPECT_LT(cclab_test::now_s() - t0, 15.0);
+  for (int r = 0; r < 2; ++r) {
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + msg[r]);
+    EXPECT_NE(res[r], ncclSuccess);
+    const bool mismatch = msg[r].find("same count") != std::string::npos && msg[r].find("bytes") != std::string::npos;
+    const bool timeout = msg[r].find("timed out") != std::string::npos;
+    EXPECT_TRUE(mismatch || timeout);
+    EXPECT_NE(msg[r].find("step"), std::string::npos);
+    EXPECT_NE(msg[r].find("rank " + std::to_string(r)), std::string::npos);
+    ncclResult_t async = ncclSuccess;
+    NCCL_OK(ncclCommGetAsyncError((*comms_)[r], &async));
+    EXPECT_EQ(async, res[r]) << "the failure is also the communicator's asynchronous error";
+  }
+  // At least one rank must have seen the real cause rather than only the other's silence.
+  EXPECT_TRUE(msg[0].find("same count") != std::string::npos || msg[1].find("same count") != std::string::npos)
+      << msg[0] << " / " << msg[1];
+}
+
+TEST(Errors, ErrorStringForEveryResult) {
+  std::set<std::string> seen;
+  for (int r = ncclSuccess; r < ncclNumResults; ++r) {
+    const char* s = ncclGetErrorString(static_cast<ncclResult_t>(r));
+    ASSERT_NE(s, nullptr) << r;
+    EXPECT_STRNE(s, "") << r;
+    EXPECT_STRNE(s, "unknown result code") << r;
+    EXPECT_TRUE(seen.insert(s).second) << "result " << r << " shares its string \"" << s << "\"";
+  }
+  EXPECT_STREQ(ncclGetErrorString(ncclSuccess), "no error");
+  EXPECT_NE(std::string(ncclGetErrorString(ncclInvalidArgument)).find("invalid argument"), std::string::npos);
+  EXPECT_NE(std::string(ncclGetErrorString(ncclInvalidUsage)).find("invalid usage"), std::string::npos);
+  EXPECT_NE(std::string(ncclGetErrorString(ncclInProgress)).find("in progress"), std::string::npos);
+  EXPECT_STREQ(ncclGetErrorString(ncclNumResults), "unknown result code");
+  EXPECT_STREQ(ncclGetErrorString(static_cast<ncclResult_t>(-1)), "unknown result code");
+  EXPECT_STREQ(ncclGetErrorString(static_cast<ncclResult_t>(1000)), "unknown result code");
+}
+
+TEST(Errors, Version) {
+  int v = 0;
+  NCCL_OK(ncclGetVersion(&v));
+  EXPECT_EQ(v, NCCL_VERSION_CODE);
+  EXPECT_EQ(v, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH));
+  EXPECT_EQ(v, NCCL_VERSION(2, 28, 9));
+  EXPECT_BAD(ncclGetVersion(nullptr), ncclInvalidArgument, "version");
+}
+
+}  // namespace
