@@ -7,7 +7,8 @@
 #
 # Prints, per (ranks, size): time and busbw for each, and the ratios cclab/Open MPI (busbw: higher is
 # better for cclab; time: lower is better for cclab). Both are timed the nccl-tests way: warm-up, then
-# the mean over the iterations.
+# the mean over the iterations; each measurement is repeated REPEAT times (default 3), alternating
+# the two, and the median run (by time) is kept, since a 2-core machine is noisy.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -20,6 +21,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_flags=(--oversubscribe --bind-to none -np)
 
 # cclab perf prints the nccl-tests table; take the out-of-place time (us) and busbw of the one row.
+median() {  # lines "time busbw" on stdin -> the line with the median time
+  sort -g | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }'
+}
 cclab_row() {  # ranks bytes iters
   "$cclab" perf all_reduce -b "$2" -e "$2" -n "$3" -w 5 -c 1 --nprocs "$1" -g 1 |
     awk '/^ *[0-9]/ { print $6, $8 }'
@@ -33,8 +37,13 @@ printf "%-6s %-10s | %12s %10s | %12s %10s | %9s %9s\n" ranks size "cclab us" "b
 for n in 2 4; do
   for bytes in 8 67108864; do
     iters=$([ "$bytes" -gt 1000000 ] && echo 20 || echo 2000)
-    read -r ct cb < <(cclab_row "$n" "$bytes" "$iters")
-    read -r mt mb < <(mpi_row "$n" "$bytes" "$iters")
+    crows="" mrows=""
+    for _ in $(seq "${REPEAT:-3}"); do
+      crows+="$(cclab_row "$n" "$bytes" "$iters")"$'\n'
+      mrows+="$(mpi_row "$n" "$bytes" "$iters")"$'\n'
+    done
+    read -r ct cb < <(printf "%s" "$crows" | grep . | median)
+    read -r mt mb < <(printf "%s" "$mrows" | grep . | median)
     awk -v n="$n" -v s="$bytes" -v ct="$ct" -v cb="$cb" -v mt="$mt" -v mb="$mb" 'BEGIN {
       br = (mb > 0) ? cb / mb : 0; tr = (mt > 0) ? ct / mt : 0;
       printf "%-6d %-10d | %12.2f %10.3f | %12.2f %10.3f | %9.2f %9.2f\n", n, s, ct, cb, mt, mb, br, tr }'

@@ -29,7 +29,10 @@ void HostStream::enqueue(std::function<ncclResult_t()> op) {
 ncclResult_t HostStream::synchronize() {
   std::unique_lock<std::mutex> lk(mu_);
   const uint64_t target = enqueued_;
+  ++sync_waiters_;
+  if (target > sync_target_) sync_target_ = target;
   done_cv_.wait(lk, [&] { return completed_ >= target; });
+  --sync_waiters_;
   ncclResult_t e = error_;
   error_ = ncclSuccess;
   // The failure was reported on the worker thread; make its message the caller's last error too, so
@@ -59,7 +62,9 @@ void HostStream::run() {
       error_msg_ = last_error();  // set by the failing op on this (the worker) thread
     }
     ++completed_;
-    done_cv_.notify_all();
+    // Wake synchronizers only when what they wait for is done: a wake-up per operation would
+    // pull the waiting thread onto a core the ranks need.
+    if (sync_waiters_ > 0 && completed_ >= sync_target_) done_cv_.notify_all();
   }
 }
 

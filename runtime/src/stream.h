@@ -34,6 +34,8 @@ class HostStream {
   std::condition_variable done_cv_;  // synchronize waits for completion
   std::deque<std::function<ncclResult_t()>> queue_;
   uint64_t enqueued_ = 0, completed_ = 0;
+  uint64_t sync_target_ = 0;  // largest enqueued_ a synchronize() waits for
+  int sync_waiters_ = 0;
   ncclResult_t error_ = ncclSuccess;
   std::string error_msg_;  // the message of error_, handed to the thread that synchronizes
   bool stop_ = false;
