@@ -83,18 +83,23 @@ ncclResult_t pick_transport(ncclComm_t comm, int peer, TransportKind* kind) {
                       comm->rank, peer);
 }
 
-ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
-  ncclResult_t r = pick_transport(comm, peer, &conn->kind);
-  if (r != ncclSuccess) return r;
-  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(comm->buff_bytes),
-                     &conn->seg);
-  if (r != ncclSuccess) return r;
+// Points the connection's view at its (created or opened) memory: header first, then the slots.
+void attach(ncclComm_t comm, Conn* conn, int peer) {
   conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
   conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
   conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
   conn->info.peer = peer;
   conn->info.step = 0;
   conn->connected = true;
+}
+
+ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
+  ncclResult_t r = pick_transport(comm, peer, &conn->kind);
+  if (r != ncclSuccess) return r;
+  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(comm->buff_bytes),
+                     &conn->seg);
+  if (r != ncclSuccess) return r;
+  attach(comm, conn, peer);
   return ncclSuccess;
 }
 
@@ -111,12 +116,7 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
                         kind == 'r' ? "ring channel" : "point-to-point channel", c, transport_name(conn->kind),
                         why.c_str());
   }
-  conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
-  conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
-  conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
-  conn->info.peer = peer;
-  conn->info.step = 0;
-  conn->connected = true;
+  attach(comm, conn, peer);
   CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
              kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
   return ncclSuccess;
