@@ -59,3 +59,15 @@ __global__ void cclab_nvcc_check_schedules(cclab::CollWork w, const int* ranks, 
   cclab::run_p2p_send(ex, p2p, 0, send);
   cclab::run_p2p_recv(ex, p2p, 0, recv);
 }
+
+// The double binary tree (kernels/trees.h) builds on the device too, so a kernel can derive its own
+// tree links from (nnodes, ppn, rank) instead of receiving them.
+#include "kernels/trees.h"
+
+__global__ void cclab_nvcc_check_trees(int nnodes, int ppn, int rank, cclab::TreeLinks* out) {
+  cclab::btree(nnodes, rank, &out[0]);
+  cclab::dtree(nnodes, rank, &out[1], &out[2]);
+  cclab::node_tree_with_chain(nnodes, ppn, rank, 0, &out[3]);
+  cclab::node_tree_with_chain(nnodes, ppn, rank, 1, &out[4]);
+  out[5].up = cclab::dtree_root(nnodes, 1);
+}
