@@ -4,6 +4,8 @@
 // volatile loads, system-scope fences); the CUDA backend's real executor spreads the data loops over
 // a thread block. Nothing here runs.
 #include "kernels/collectives.h"
+#include "kernels/primitives_ll.h"
+#include "kernels/primitives_ll128.h"
 
 namespace {
 
@@ -24,6 +26,26 @@ struct CheckDeviceExec {
                               bool post) {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
   }
+  // LL / LL128 (kernels/primitives_ll.h): flag polling and 8-byte line words. One thread per channel
+  // here, so LL128 orders data before flag with fences; the real kernel relies on 128-byte line stores.
+  template <typename Ready>
+  __device__ bool wait_flag(const Ready& ready, const cclab::WaitSite&) {
+    while (!ready()) {
+      if (*abort_flag) return false;
+    }
+    return true;
+  }
+  __device__ uint64_t load_u64(const uint64_t* p) const { return *reinterpret_cast<const volatile uint64_t*>(p); }
+  __device__ uint64_t load_u64_acquire(const uint64_t* p) const {
+    const uint64_t v = *reinterpret_cast<const volatile uint64_t*>(p);
+    __threadfence_system();
+    return v;
+  }
+  __device__ void store_u64(uint64_t* p, uint64_t v) const { *reinterpret_cast<volatile uint64_t*>(p) = v; }
+  __device__ void store_u64_release(uint64_t* p, uint64_t v) const {
+    __threadfence_system();
+    *reinterpret_cast<volatile uint64_t*>(p) = v;
+  }
   __device__ void wire(const cclab::ConnInfo&, size_t) {}
   __device__ void size_mismatch(const cclab::WaitSite&, size_t, int32_t) { *abort_flag = 1; }
   __device__ bool observing() const { return false; }
@@ -36,6 +58,20 @@ template <typename T>
 __device__ void check_type(CheckDeviceExec& ex, const cclab::CollWork& w, const cclab::RingView& ring,
                            cclab::ConnInfo* recv, cclab::ConnInfo* send) {
   cclab::run_ring_channel<T, CheckDeviceExec>(ex, w, ring, blockIdx.x, recv, send);
+}
+
+// The ring schedules over the LL and LL128 primitives (not yet selected by the runtime).
+template <typename T, typename Proto>
+__device__ void check_line_proto(CheckDeviceExec& ex, const cclab::CollWork& w, const cclab::RingView& ring,
+                                 cclab::ConnInfo* recv, cclab::ConnInfo* send) {
+  const cclab::RedOp<T> op(w.redop);
+  cclab::Primitives<T, Proto, CheckDeviceExec> p(ex, op, recv, send, static_cast<const T*>(w.send),
+                                                 static_cast<T*>(w.recv), w.rank, 0, w.coll, w.op_count);
+  cclab::ring_all_reduce(p, w, ring, 0);
+  cclab::ring_all_gather(p, w, ring, 0, false);
+  cclab::ring_reduce_scatter(p, w, ring, 0);
+  cclab::ring_broadcast(p, w, ring, 0);
+  cclab::ring_reduce(p, w, ring, 0);
 }
 
 }  // namespace
@@ -56,6 +92,12 @@ __global__ void cclab_nvcc_check_schedules(cclab::CollWork w, const int* ranks, 
   check_type<cclab::bfloat16_t>(ex, w, ring, recv, send);
   check_type<cclab::fp8_e4m3_t>(ex, w, ring, recv, send);
   check_type<cclab::fp8_e5m2_t>(ex, w, ring, recv, send);
+  check_line_proto<float, cclab::ProtoLL>(ex, w, ring, recv, send);
+  check_line_proto<cclab::half_t, cclab::ProtoLL>(ex, w, ring, recv, send);
+  check_line_proto<int8_t, cclab::ProtoLL>(ex, w, ring, recv, send);
+  check_line_proto<float, cclab::ProtoLL128>(ex, w, ring, recv, send);
+  check_line_proto<double, cclab::ProtoLL128>(ex, w, ring, recv, send);
+  check_line_proto<cclab::bfloat16_t, cclab::ProtoLL128>(ex, w, ring, recv, send);
   cclab::run_p2p_send(ex, p2p, 0, send);
   cclab::run_p2p_recv(ex, p2p, 0, recv);
 }

@@ -1,6 +1,7 @@
 #include "host_exec.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <cstdio>
 #include <string>
@@ -113,6 +114,42 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
     }
     counter_sleep(c, target, 10000);
   }
+}
+
+bool HostExec::poll_backoff(uint64_t iter, double start, const WaitSite& site) {
+  // Same phases as wait_slow, but the last one naps instead of sleeping on a futex: a flag in a data
+  // line has no futex word and no waker.
+  if ((iter & 63) != 63) {
+    if (iter < 4096) {
+      cpu_relax();
+      return true;
+    }
+  }
+  if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
+    failure_ = WaitFailure::kAborted;
+    failed_site_ = site;
+    return false;
+  }
+  const double waited = cclab::now_us() - start;
+  if (cfg_.timeout_us > 0 && waited > cfg_.timeout_us) {
+    failure_ = WaitFailure::kTimedOut;
+    failed_site_ = site;
+    return false;
+  }
+  if (cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us && !flag_warned_) {
+    flag_warned_ = true;
+    log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (polling line flags)",
+                describe_wait(site).c_str(), waited / 1e6);
+  }
+  if (waited < cfg_.spin_us) {
+    cpu_relax();
+  } else if (waited < cfg_.spin_us + cfg_.yield_us) {
+    sched_yield();
+  } else {
+    const struct timespec ts = {0, 50000};  // 50 us: short next to a step, long enough to free the core
+    nanosleep(&ts, nullptr);
+  }
+  return true;
 }
 
 }  // namespace cclab

@@ -50,6 +50,26 @@ class HostExec {
   }
   void post(ConnCounter* c, uint64_t value) { counter_post(c, value); }
 
+  // For the LL and LL128 primitives (kernels/primitives_ll.h): the flags live in the data lines, so
+  // there is no counter to sleep on. Polls ready() (which loads the line) until it returns true:
+  // spins, then yields the core, then naps briefly, checking abort and CCLAB_TIMEOUT as wait_ge does.
+  template <typename Ready>
+  bool wait_flag(const Ready& ready, const WaitSite& site) {
+    if (ready()) return true;
+    const double start = cclab::now_us();
+    for (uint64_t i = 0;; ++i) {
+      if (ready()) return true;
+      if (!poll_backoff(i, start, site)) return false;
+    }
+  }
+  // 8-byte atomic loads and stores of line words. An LL {data, flag} half is one such word, so a
+  // relaxed load that sees the flag also sees the data stored with it; LL128 orders its 15 data words
+  // before the flag word by storing the flag with release and loading it with acquire.
+  uint64_t load_u64(const uint64_t* p) const { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+  uint64_t load_u64_acquire(const uint64_t* p) const { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+  void store_u64(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  void store_u64_release(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+
   template <typename T>
   void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
@@ -74,12 +94,16 @@ class HostExec {
 
  private:
   bool wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site);
+  // One round of wait_flag's back-off after `iter` failed polls since `start`; false (failure recorded)
+  // once aborted or timed out.
+  bool poll_backoff(uint64_t iter, double start, const WaitSite& site);
 
   HostExecConfig cfg_;
   WaitFailure failure_ = WaitFailure::kNone;
   WaitSite failed_site_{};
   size_t mismatch_expected_ = 0;
   int32_t mismatch_got_ = 0;
+  bool flag_warned_ = false;  // poll_backoff warned about a stuck flag wait
 };
 
 // Human-readable description of a wait ("rank 1 channel 0 waiting for data from rank 0 for step 4

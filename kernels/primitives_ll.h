@@ -1,0 +1,173 @@
+// kernels/primitives_ll.h - the primitives over flagged lines (NCCL's prims_ll.h), shared by LL and
+// LL128, and Primitives<T, ProtoLL, Exec>. Same public interface as the Simple primitives
+// (primitives.h), so the ring schedules (ring.h) run unchanged over either protocol.
+//
+// Differences from Simple, as in NCCL:
+//  - data travels inside the lines (Proto::store_line / load_line, proto_ll.h); the receiver polls
+//    every line's flag (Exec::wait_flag) instead of waiting for the tail counter, which stays unused;
+//  - one step per call (kChunkSteps = 1): the sender waits for head credits for that step, the
+//    receiver posts head = step + 1 once it has consumed the step. A call with more elements than a
+//    step carries takes several steps (both ends compute the same count); an empty call still takes
+//    one step, so the two ends stay in lockstep;
+//  - LL's flag cleaning: in a step where ll_needs_clean(step), the sender also rewrites every line of
+//    the step it did not fill;
+//  - hdr->sizes[] records the wire bytes of each step for proxies and traces (all the step's lines when
+//    it was cleaned, as NCCL's waitSend), but the receiver cannot check it: a line's flag, not a
+//    counter, says the data is there.
+// Exec needs, beside what primitives.h lists:
+//   template <class Ready> bool wait_flag(const Ready& ready, const WaitSite&)  poll ready() until true;
+//                                                                               false once aborted
+//   uint64_t load_u64(const uint64_t*), load_u64_acquire(const uint64_t*)       8-byte atomic loads
+//   void store_u64(uint64_t*, uint64_t), store_u64_release(uint64_t*, uint64_t) 8-byte atomic stores
+// All connections of a ring must have the same step_bytes (one protocol's buffer size).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fifo.h"
+#include "kernels/platform.h"
+#include "kernels/primitives.h"
+#include "kernels/proto_ll.h"
+#include "kernels/reduce_ops.h"
+#include "kernels/step_record.h"
+
+namespace cclab {
+
+template <typename T, typename Proto, typename Exec>
+class LinePrimitives {
+ public:
+  CCLAB_HD LinePrimitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input,
+                          T* output, int rank, int channel, CollKind coll, uint64_t op_count)
+      : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
+        channel_(channel), coll_(coll), op_count_(op_count) {}
+
+  CCLAB_HD bool aborted() const { return aborted_; }
+
+  CCLAB_HD void send(size_t in, size_t n) { op<false, true, true, false>(in, 0, n, false, PrimKind::kSend); }
+  CCLAB_HD void recv(size_t out, size_t n) { op<true, false, false, true>(0, out, n, false, PrimKind::kRecv); }
+  CCLAB_HD void recv_reduce_send(size_t in, size_t n) {
+    op<true, true, true, false>(in, 0, n, false, PrimKind::kRecvReduceSend);
+  }
+  CCLAB_HD void recv_reduce_copy_send(size_t in, size_t out, size_t n, bool post) {
+    op<true, true, true, true>(in, out, n, post, PrimKind::kRecvReduceCopySend);
+  }
+  CCLAB_HD void recv_copy_send(size_t out, size_t n) {
+    op<true, true, false, true>(0, out, n, false, PrimKind::kRecvCopySend);
+  }
+  CCLAB_HD void copy_send(size_t in, size_t out, size_t n) {
+    op<false, true, true, true>(in, out, n, false, PrimKind::kCopySend);
+  }
+  CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
+    op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
+  }
+
+ private:
+  using Line = typename Proto::Line;
+  static_assert(Proto::kLinePayload % sizeof(T) == 0, "an element never straddles two lines");
+  static constexpr size_t kEltPerLine = Proto::kLinePayload / sizeof(T);
+
+  // RECV / SEND / SRC / DST as in primitives.h. The data is processed a line at a time: a received
+  // line is unpacked into `a`, combined with the input, written to the output and/or packed into the
+  // outgoing line (as NCCL's LLGenericOp, one line per thread per iteration).
+  template <bool RECV, bool SEND, bool SRC, bool DST>
+  CCLAB_HD void op(size_t in_off, size_t out_off, size_t nelem, bool post, PrimKind prim) {
+    const bool pre = SRC && (RECV || coll_reduces());
+    const ConnInfo* c = SEND ? send_ : recv_;
+    const int step_lines = Proto::lines_per_step(c->step_bytes);
+    const size_t step_elems = static_cast<size_t>(step_lines) * kEltPerLine;
+    const size_t nsteps = nelem == 0 ? 1 : (nelem + step_elems - 1) / step_elems;
+    size_t offset = 0;
+    for (size_t st = 0; st < nsteps; ++st) {
+      if (aborted_) return;
+      const size_t n = nelem - offset < step_elems ? nelem - offset : step_elems;
+      const size_t nlines = (n + kEltPerLine - 1) / kEltPerLine;
+      const bool obs = exec_.observing();
+      const double t0 = obs ? exec_.now_us() : 0.0;
+      const uint64_t send_step = SEND ? send_->step : 0;
+      const uint64_t recv_step = RECV ? recv_->step : 0;
+      if (SEND) {
+        // NCCL's waitSend: slot send_step % NCCL_STEPS is free once the receiver has consumed
+        // send_step + 1 - NCCL_STEPS steps.
+        WaitSite w{rank_, channel_, send_->peer, send_step + 1, false, prim};
+        const uint64_t need = send_step + 1;
+        const uint64_t credit = need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0;
+        if (!exec_.wait_ge(&send_->hdr->head, credit, w)) return abort_now();
+        const bool clean = Proto::needs_clean(send_step);
+        send_->hdr->sizes[send_step % kNcclSteps] =
+            static_cast<int32_t>((clean ? static_cast<size_t>(step_lines) : nlines) * Proto::kLineBytes);
+      }
+      Line* rl = RECV ? reinterpret_cast<Line*>(recv_->slot(recv_step)) : nullptr;
+      Line* sl = SEND ? reinterpret_cast<Line*>(send_->slot(send_step)) : nullptr;
+      WaitSite rw{rank_, channel_, RECV ? recv_->peer : -1, recv_step + 1, true, prim};
+      for (size_t i = 0; i < nlines; ++i) {
+        const size_t e0 = offset + i * kEltPerLine;
+        const size_t k = n - i * kEltPerLine < kEltPerLine ? n - i * kEltPerLine : kEltPerLine;
+        T a[kEltPerLine];  // the received line's elements
+        T s[kEltPerLine];  // the outgoing line's elements
+        if (RECV) {
+          unsigned char* ab = reinterpret_cast<unsigned char*>(a);
+          const Line* line = rl + i;
+          Exec& ex = exec_;
+          const uint64_t step = recv_step;
+          const size_t bytes = k * sizeof(T);
+          if (!exec_.wait_flag([&]() { return Proto::load_line(ex, line, ab, bytes, step); }, rw))
+            return abort_now();
+        }
+        const T* pa = RECV ? a : nullptr;
+        const T* pb = SRC ? input_ + in_off + e0 : nullptr;
+        if (!SRC) {  // only received data: copy it on
+          pb = pa;
+          pa = nullptr;
+        }
+        T* d0 = DST ? output_ + out_off + e0 : s;
+        T* d1 = (DST && SEND) ? s : nullptr;
+        exec_.reduce_copy(op_, d0, d1, pa, pb, k, pre, post);
+        if (SEND) Proto::store_line(exec_, sl + i, reinterpret_cast<const unsigned char*>(s), k * sizeof(T), send_step);
+      }
+      if (RECV) {
+        recv_->step = recv_step + 1;
+        exec_.post(&recv_->hdr->head, recv_->step);  // the lines are read: the sender may reuse the slot
+      }
+      if (SEND) {
+        if (Proto::needs_clean(send_step))
+          for (size_t i = nlines; i < static_cast<size_t>(step_lines); ++i) Proto::clean_line(exec_, sl + i, send_step);
+        exec_.wire(*send_, n * sizeof(T));
+        send_->step = send_step + 1;
+      }
+      if (obs) {
+        StepRecord r{rank_, channel_, SEND ? send_->peer : -1, RECV ? recv_->peer : -1,
+                     SEND ? send_step : recv_step, prim, coll_, op_count_, n * sizeof(T), t0, exec_.now_us()};
+        exec_.observe(r);
+      }
+      offset += n;
+    }
+  }
+
+  CCLAB_HD bool coll_reduces() const {
+    return coll_ == CollKind::kAllReduce || coll_ == CollKind::kReduce || coll_ == CollKind::kReduceScatter;
+  }
+  CCLAB_HD void abort_now() { aborted_ = true; }
+
+  Exec& exec_;
+  const RedOp<T>& op_;
+  ConnInfo* recv_;
+  ConnInfo* send_;
+  const T* input_;
+  T* output_;
+  int rank_;
+  int channel_;
+  CollKind coll_;
+  uint64_t op_count_;
+  bool aborted_ = false;
+};
+
+template <typename T, typename Exec>
+class Primitives<T, ProtoLL, Exec> : public LinePrimitives<T, ProtoLL, Exec> {
+ public:
+  CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
+                      int rank, int channel, CollKind coll, uint64_t op_count)
+      : LinePrimitives<T, ProtoLL, Exec>(exec, op, recv, send, input, output, rank, channel, coll, op_count) {}
+};
+
+}  // namespace cclab

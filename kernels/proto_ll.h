@@ -1,0 +1,282 @@
+// kernels/proto_ll.h - the LL and LL128 protocols as types: NCCL's wire formats (ncclLLFifoLine and the
+// 128-byte LL128 line), buffer and step sizes, flag values, and pure functions that pack a slice of bytes
+// into lines and check a line's flag. Primitives<T, ProtoLL, Exec> / <T, ProtoLL128, Exec>
+// (primitives_ll.h, primitives_ll128.h) move data through these lines.
+//
+// Both protocols signal readiness with flags inside the data lines instead of the tail counter: a
+// receiver polls each line until it carries the step's flag. Credits still travel by the head counter
+// (the receiver posts head = step + 1 after consuming a step; the sender waits for head + NCCL_STEPS
+// >= step + 1 before writing a step), as in NCCL's prims_ll.h / prims_ll128.h.
+//
+// Memory ordering each format relies on:
+//  LL   GPU:  a line is written with one 16-byte volatile store; NCCL relies only on each 8-byte half
+//             {data, flag} arriving whole (8-byte store atomicity, also over NVLink and PCIe), so a
+//             half whose flag matches carries that step's data. No fence between data and flag.
+//       host: each {data, flag} half is stored and loaded as ONE 8-byte atomic (relaxed is enough: the
+//             data travels in the same atomic word as its flag), so a matching flag implies its data.
+//  LL128 GPU: the 8 threads of a line store 16 bytes each and NCCL relies on the 128-byte line reaching
+//             the peer whole (NVLink delivers a warp's aligned 128-byte store atomically), so the flag
+//             word (the last 8 bytes) cannot be seen before the 120 data bytes. Hence LL128 is only
+//             enabled where that holds.
+//       host: the 15 data words are stored first, then the flag word with release; the receiver loads
+//             the flag with acquire and only then reads the data words.
+// Reuse of a slot is ordered by the head counter as in Simple: the receiver's reads of step s happen
+// before its release store of head = s + 1, which the sender acquires before rewriting slot s % 8.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fifo.h"
+#include "kernels/platform.h"
+
+namespace cclab {
+
+// ---- NCCL's constants (include/device.h, init.cc computeBuffSizes) ----------------------------------
+
+constexpr int kLLLinesPerThread = 8;                                  // NCCL_LL_LINES_PER_THREAD
+constexpr int kLLMaxNThreads = 512;                                   // NCCL_LL_MAX_NTHREADS
+constexpr int kLLSliceLines = kLLLinesPerThread * kLLMaxNThreads;     // NCCL_LL_SLICE_LINES: lines per step
+constexpr int kLLBuffLines = kLLSliceLines * kNcclSteps;              // NCCL_LL_BUFF_LINES
+constexpr int kLLLineBytes = 16;                                      // sizeof(union ncclLLFifoLine)
+constexpr int kLLLinePayload = 8;                                     // data1 + data2
+constexpr int kLLBuffSize = kLLBuffLines * kLLLineBytes;              // NCCL_LL_BUFF_SIZE = 512 KiB
+constexpr uint64_t kLLFlagMax = 0x100000000ull;                       // NCCL_LL_FLAG_MAX
+constexpr uint64_t kLLCleanMask = 0x7ffffff8ull;                      // NCCL_LL_CLEAN_MASK
+static_assert(kLLCleanMask % kNcclSteps == 0, "the clean window must cover whole FIFO laps");
+
+constexpr int kLL128LineBytes = 128;                                  // NCCL_LL128_LINESIZE
+constexpr int kLL128LineElems = 16;                                   // NCCL_LL128_LINEELEMS (u64 words)
+constexpr int kLL128DataElems = 15;                                   // NCCL_LL128_DATAELEMS
+constexpr int kLL128LinePayload = kLL128DataElems * 8;                // 120 bytes
+constexpr int kLL128MaxNThreads = 640;                                // NCCL_LL128_MAX_NTHREADS
+constexpr int kLL128ElemsPerThread = 120;                             // NCCL_LL128_ELEMS_PER_THREAD
+constexpr int kLL128SliceElems = kLL128ElemsPerThread * kLL128MaxNThreads;  // u64 words per step
+constexpr int kLL128BuffElems = kLL128SliceElems * kNcclSteps;        // NCCL_LL128_BUFF_ELEMS
+constexpr int kLL128BuffSize = kLL128BuffElems * 8;                   // NCCL_LL128_BUFF_SIZE = 4,915,200
+static_assert(kLLBuffSize == 524288 && kLL128BuffSize == 4915200, "NCCL's default LL/LL128 buffers");
+
+// ---- little-endian byte <-> word helpers (the wire is little-endian on every GPU and on x86/arm64) ---
+
+// The first `n` (<= 8) bytes of p as the low bytes of a word; the rest zero (padding of a short line).
+CCLAB_HD inline uint64_t load_le_bytes(const unsigned char* p, size_t n) {
+  uint64_t w = 0;
+  for (size_t i = 0; i < n && i < 8; ++i) w |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return w;
+}
+CCLAB_HD inline void store_le_bytes(uint64_t w, unsigned char* p, size_t n) {
+  for (size_t i = 0; i < n && i < 8; ++i) p[i] = static_cast<unsigned char>(w >> (8 * i));
+}
+
+// ---- LL -----------------------------------------------------------------------------------------------
+
+// NCCL's union ncclLLFifoLine: 16 bytes, 8 of payload. v[0] = {data1, flag1}, v[1] = {data2, flag2}
+// (little-endian: data in the low 32 bits, flag in the high 32 bits of each half).
+union alignas(16) LLLine {
+  struct Fields {
+    uint32_t data1, flag1, data2, flag2;
+  } f;
+  uint64_t v[2];
+};
+static_assert(sizeof(LLLine) == kLLLineBytes, "LL line is 16 bytes");
+
+// Flag of step s: NCCL_LL_FLAG(s + 1). The +1 keeps a zeroed buffer from matching step 0.
+CCLAB_HD inline uint32_t ll_flag(uint64_t step) { return static_cast<uint32_t>((step + 1) % kLLFlagMax); }
+// NCCL's incSend rule: when (step & NCCL_LL_CLEAN_MASK) == NCCL_LL_CLEAN_MASK, the sender rewrites every
+// line of the step it did not fill (data 0, this step's flag). Those 8 steps just before the low 31 bits
+// wrap cover all 8 slots, so after them no line holds a flag older than 2^31 steps, and the 32-bit flag
+// wrapping around can never make a stale line look current.
+CCLAB_HD inline bool ll_needs_clean(uint64_t step) { return (step & kLLCleanMask) == kLLCleanMask; }
+// One {data, flag} half as the 8-byte word it is stored as.
+CCLAB_HD inline uint64_t ll_half(uint32_t data, uint32_t flag) {
+  return static_cast<uint64_t>(data) | (static_cast<uint64_t>(flag) << 32);
+}
+CCLAB_HD inline bool ll_half_has_flag(uint64_t half, uint32_t flag) {
+  return static_cast<uint32_t>(half >> 32) == flag;
+}
+CCLAB_HD inline bool ll_line_has_flag(const LLLine& l, uint32_t flag) { return l.f.flag1 == flag && l.f.flag2 == flag; }
+// Lines needed for `bytes` of payload.
+CCLAB_HD inline size_t ll_lines(size_t bytes) { return (bytes + kLLLinePayload - 1) / kLLLinePayload; }
+
+// The line carrying `n` (<= 8) payload bytes from p, zero-padded.
+CCLAB_HD inline LLLine ll_make_line(const unsigned char* p, size_t n, uint32_t flag) {
+  const uint64_t w = load_le_bytes(p, n);
+  LLLine l;
+  l.v[0] = ll_half(static_cast<uint32_t>(w), flag);
+  l.v[1] = ll_half(static_cast<uint32_t>(w >> 32), flag);
+  return l;
+}
+// The first `n` (<= 8) payload bytes of a line.
+CCLAB_HD inline void ll_line_payload(const LLLine& l, unsigned char* p, size_t n) {
+  store_le_bytes(static_cast<uint64_t>(l.f.data1) | (static_cast<uint64_t>(l.f.data2) << 32), p, n);
+}
+// Packs `bytes` from src into ll_lines(bytes) lines carrying `flag`; returns the line count.
+CCLAB_HD inline size_t ll_pack(const void* src, size_t bytes, LLLine* dst, uint32_t flag) {
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  const size_t n = ll_lines(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t o = i * kLLLinePayload;
+    dst[i] = ll_make_line(s + o, bytes - o < kLLLinePayload ? bytes - o : kLLLinePayload, flag);
+  }
+  return n;
+}
+// Unpacks `bytes` from lines into dst; false (dst partly written) if a line does not carry `flag`.
+CCLAB_HD inline bool ll_unpack(const LLLine* src, size_t bytes, void* dst, uint32_t flag) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const size_t n = ll_lines(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ll_line_has_flag(src[i], flag)) return false;
+    const size_t o = i * kLLLinePayload;
+    ll_line_payload(src[i], d + o, bytes - o < kLLLinePayload ? bytes - o : kLLLinePayload);
+  }
+  return true;
+}
+
+// ---- LL128 --------------------------------------------------------------------------------------------
+
+// A 128-byte LL128 line: words 0..14 carry 120 payload bytes, word 15 is the flag. (NCCL orders the
+// payload words by the warp's register layout; here they are in order. Only the framing - 15 data
+// words, flag last - is shared with the peer's format; both ends of a connection use the same order.)
+struct alignas(kLL128LineBytes) LL128Line {
+  uint64_t v[kLL128LineElems];
+};
+static_assert(sizeof(LL128Line) == kLL128LineBytes, "LL128 line is 128 bytes");
+
+// Flag of step s: s + 1 as a full 64-bit word (NCCL's sendStep+1); it never wraps, so LL128 needs no
+// cleaning.
+CCLAB_HD inline uint64_t ll128_flag(uint64_t step) { return step + 1; }
+CCLAB_HD inline bool ll128_line_has_flag(const LL128Line& l, uint64_t flag) {
+  return l.v[kLL128LineElems - 1] == flag;
+}
+CCLAB_HD inline size_t ll128_lines(size_t bytes) { return (bytes + kLL128LinePayload - 1) / kLL128LinePayload; }
+
+// Data words of the line carrying `n` (<= 120) bytes from p, zero-padded, into w[0..14].
+CCLAB_HD inline void ll128_make_words(const unsigned char* p, size_t n, uint64_t* w) {
+  for (int i = 0; i < kLL128DataElems; ++i) {
+    const size_t o = static_cast<size_t>(i) * 8;
+    w[i] = o < n ? load_le_bytes(p + o, n - o) : 0;
+  }
+}
+CCLAB_HD inline void ll128_words_payload(const uint64_t* w, unsigned char* p, size_t n) {
+  for (int i = 0; i < kLL128DataElems; ++i) {
+    const size_t o = static_cast<size_t>(i) * 8;
+    if (o < n) store_le_bytes(w[i], p + o, n - o);
+  }
+}
+CCLAB_HD inline size_t ll128_pack(const void* src, size_t bytes, LL128Line* dst, uint64_t flag) {
+  const unsigned char* s = static_cast<const unsigned char*>(src);
+  const size_t n = ll128_lines(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t o = i * kLL128LinePayload;
+    ll128_make_words(s + o, bytes - o < kLL128LinePayload ? bytes - o : kLL128LinePayload, dst[i].v);
+    dst[i].v[kLL128LineElems - 1] = flag;
+  }
+  return n;
+}
+CCLAB_HD inline bool ll128_unpack(const LL128Line* src, size_t bytes, void* dst, uint64_t flag) {
+  unsigned char* d = static_cast<unsigned char*>(dst);
+  const size_t n = ll128_lines(bytes);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ll128_line_has_flag(src[i], flag)) return false;
+    const size_t o = i * kLL128LinePayload;
+    ll128_words_payload(src[i].v, d + o, bytes - o < kLL128LinePayload ? bytes - o : kLL128LinePayload);
+  }
+  return true;
+}
+
+// ---- the protocol types ------------------------------------------------------------------------------
+//
+// Beside ProtoSimple's members (protocols.h) a line protocol provides, for Primitives over lines:
+//   Line, kLineBytes, kLinePayload, lines_per_step(step_bytes)
+//   store_line(exec, Line*, bytes, n, step)          writes one line of step `step` (ordering above)
+//   load_line(exec, const Line*, bytes, n, step)     true and the payload if the line carries the flag
+//   needs_clean(step), clean_line(exec, Line*, step) NCCL's LL flag cleaning (never for LL128)
+// Exec must offer 8-byte atomic loads/stores: load_u64, load_u64_acquire, store_u64, store_u64_release.
+
+// NCCL's ProtoLL: one step per slice and chunk; a step carries half its buffer bytes of payload.
+struct ProtoLL {
+  static constexpr int kSlicePerChunk = 1;
+  static constexpr int kStepPerSlice = 1;
+  static constexpr int kChunkSteps = 1;
+  static constexpr int kGrainBytes = 16;  // NCCL's LL grain
+  static constexpr int kWireNum = 2, kWireDen = 1;
+  static constexpr const char* kName = "LL";
+  static constexpr int kDefaultBuffBytes = kLLBuffSize;
+  using Line = LLLine;
+  static constexpr int kLineBytes = kLLLineBytes;
+  static constexpr int kLinePayload = kLLLinePayload;
+
+  CCLAB_HD static int step_bytes(int buff_bytes) { return buff_bytes / kNcclSteps; }
+  CCLAB_HD static int lines_per_step(int step_bytes) { return step_bytes / kLineBytes; }
+  // Payload one step (= one chunk) carries: 32 KiB of the default 64 KiB step.
+  CCLAB_HD static size_t max_chunk_bytes(int buff_bytes) {
+    return static_cast<size_t>(lines_per_step(step_bytes(buff_bytes))) * kLinePayload;
+  }
+
+  template <typename Exec>
+  CCLAB_HD static void store_line(Exec& exec, Line* l, const unsigned char* p, size_t n, uint64_t step) {
+    const Line x = ll_make_line(p, n, ll_flag(step));
+    exec.store_u64(&l->v[0], x.v[0]);  // each half in one 8-byte store: its flag implies its data
+    exec.store_u64(&l->v[1], x.v[1]);
+  }
+  template <typename Exec>
+  CCLAB_HD static bool load_line(Exec& exec, const Line* l, unsigned char* p, size_t n, uint64_t step) {
+    const uint32_t flag = ll_flag(step);
+    Line x;
+    x.v[0] = exec.load_u64(&l->v[0]);
+    if (!ll_half_has_flag(x.v[0], flag)) return false;
+    x.v[1] = exec.load_u64(&l->v[1]);
+    if (!ll_half_has_flag(x.v[1], flag)) return false;
+    ll_line_payload(x, p, n);
+    return true;
+  }
+  CCLAB_HD static bool needs_clean(uint64_t step) { return ll_needs_clean(step); }
+  template <typename Exec>
+  CCLAB_HD static void clean_line(Exec& exec, Line* l, uint64_t step) {
+    const uint64_t half = ll_half(0, ll_flag(step));
+    exec.store_u64(&l->v[0], half);
+    exec.store_u64(&l->v[1], half);
+  }
+};
+
+// NCCL's ProtoLL128: one step per slice and chunk; a step carries 15/16 of its bytes as payload.
+struct ProtoLL128 {
+  static constexpr int kSlicePerChunk = 1;
+  static constexpr int kStepPerSlice = 1;
+  static constexpr int kChunkSteps = 1;
+  static constexpr int kGrainBytes = 1920;  // NCCL's LL128 grain: 16 lines of 120 bytes
+  static constexpr int kWireNum = 16, kWireDen = 15;
+  static constexpr const char* kName = "LL128";
+  static constexpr int kDefaultBuffBytes = kLL128BuffSize;
+  using Line = LL128Line;
+  static constexpr int kLineBytes = kLL128LineBytes;
+  static constexpr int kLinePayload = kLL128LinePayload;
+
+  CCLAB_HD static int step_bytes(int buff_bytes) { return buff_bytes / kNcclSteps; }
+  CCLAB_HD static int lines_per_step(int step_bytes) { return step_bytes / kLineBytes; }
+  // 576,000 bytes of the default 614,400-byte step.
+  CCLAB_HD static size_t max_chunk_bytes(int buff_bytes) {
+    return static_cast<size_t>(lines_per_step(step_bytes(buff_bytes))) * kLinePayload;
+  }
+
+  template <typename Exec>
+  CCLAB_HD static void store_line(Exec& exec, Line* l, const unsigned char* p, size_t n, uint64_t step) {
+    uint64_t w[kLL128DataElems];
+    ll128_make_words(p, n, w);
+    for (int i = 0; i < kLL128DataElems; ++i) exec.store_u64(&l->v[i], w[i]);
+    exec.store_u64_release(&l->v[kLL128LineElems - 1], ll128_flag(step));  // data before flag
+  }
+  template <typename Exec>
+  CCLAB_HD static bool load_line(Exec& exec, const Line* l, unsigned char* p, size_t n, uint64_t step) {
+    if (exec.load_u64_acquire(&l->v[kLL128LineElems - 1]) != ll128_flag(step)) return false;
+    uint64_t w[kLL128DataElems];
+    for (int i = 0; i < kLL128DataElems; ++i) w[i] = exec.load_u64(&l->v[i]);  // after the flag
+    ll128_words_payload(w, p, n);
+    return true;
+  }
+  CCLAB_HD static bool needs_clean(uint64_t) { return false; }
+  template <typename Exec>
+  CCLAB_HD static void clean_line(Exec&, Line*, uint64_t) {}
+};
+
+}  // namespace cclab

@@ -1,0 +1,179 @@
+// The LL and LL128 wire formats (kernels/proto_ll.h): NCCL's constants, flag values and cleaning rule,
+// and pack/unpack round trips over odd byte counts.
+#include "kernels/proto_ll.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace cclab {
+namespace {
+
+std::vector<unsigned char> pattern(size_t n, unsigned seed) {
+  std::vector<unsigned char> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>(i * 131 + seed * 7 + 1);
+  return v;
+}
+
+TEST(ProtoLL, NcclConstants) {
+  EXPECT_EQ(kLLSliceLines, 4096);
+  EXPECT_EQ(kLLBuffLines, 32768);
+  EXPECT_EQ(kLLBuffSize, 512 * 1024);
+  EXPECT_EQ(ProtoLL::step_bytes(kLLBuffSize), 64 * 1024);
+  EXPECT_EQ(ProtoLL::lines_per_step(ProtoLL::step_bytes(kLLBuffSize)), kLLSliceLines);
+  EXPECT_EQ(ProtoLL::max_chunk_bytes(kLLBuffSize), 32u * 1024);
+  EXPECT_EQ(kLLCleanMask, 0x7ffffff8u);
+  EXPECT_EQ(kLL128BuffElems, 614400);
+  EXPECT_EQ(kLL128BuffSize, 4915200);
+  EXPECT_EQ(ProtoLL128::step_bytes(kLL128BuffSize), 614400);
+  EXPECT_EQ(ProtoLL128::max_chunk_bytes(kLL128BuffSize), 576000u);
+  EXPECT_EQ(sizeof(LLLine), 16u);
+  EXPECT_EQ(sizeof(LL128Line), 128u);
+  EXPECT_EQ(ProtoLL::kGrainBytes, 16);
+  EXPECT_EQ(ProtoLL128::kGrainBytes, 1920);
+}
+
+TEST(ProtoLL, LineLayoutIsNcclFifoLine) {
+  const unsigned char b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  const LLLine l = ll_make_line(b, 8, 0xabcdef01u);
+  EXPECT_EQ(l.f.data1, 0x04030201u);
+  EXPECT_EQ(l.f.data2, 0x08070605u);
+  EXPECT_EQ(l.f.flag1, 0xabcdef01u);
+  EXPECT_EQ(l.f.flag2, 0xabcdef01u);
+  // As bytes: data1, flag1, data2, flag2.
+  unsigned char raw[16];
+  std::memcpy(raw, &l, 16);
+  EXPECT_EQ(raw[0], 1);
+  EXPECT_EQ(raw[4], 0x01);
+  EXPECT_EQ(raw[7], 0xab);
+  EXPECT_EQ(raw[8], 5);
+  EXPECT_EQ(raw[15], 0xab);
+  // A short line is zero-padded.
+  const LLLine s = ll_make_line(b, 3, 7);
+  EXPECT_EQ(s.f.data1, 0x030201u);
+  EXPECT_EQ(s.f.data2, 0u);
+}
+
+TEST(ProtoLL, FlagsAndCleaning) {
+  EXPECT_EQ(ll_flag(0), 1u);
+  EXPECT_EQ(ll_flag(41), 42u);
+  EXPECT_EQ(ll_flag(0xfffffffeull), 0xffffffffu);
+  EXPECT_EQ(ll_flag(0xffffffffull), 0u);  // NCCL_LL_FLAG wraps modulo 2^32
+  EXPECT_EQ(ll_flag(0x100000000ull), 1u);
+  EXPECT_FALSE(ll_needs_clean(0));
+  EXPECT_FALSE(ll_needs_clean(0x7ffffff7));
+  for (uint64_t s = 0x7ffffff8; s <= 0x7fffffff; ++s) EXPECT_TRUE(ll_needs_clean(s)) << s;
+  EXPECT_FALSE(ll_needs_clean(0x80000000));
+  for (uint64_t s = 0xfffffff8; s <= 0xffffffff; ++s) EXPECT_TRUE(ll_needs_clean(s)) << s;
+  EXPECT_FALSE(ll_needs_clean(0x100000000ull));
+  EXPECT_TRUE(ll_needs_clean(0x17ffffff8ull));
+  // The clean window covers one whole lap of the FIFO: every slot once.
+  int slots = 0;
+  for (uint64_t s = 0x7ffffff0; s < 0x80000010; ++s)
+    if (ll_needs_clean(s)) slots |= 1 << (s % kNcclSteps);
+  EXPECT_EQ(slots, 0xff);
+  EXPECT_EQ(ll128_flag(0), 1u);
+  EXPECT_EQ(ll128_flag(0xffffffffull), 0x100000000ull);  // 64-bit: never wraps in practice
+}
+
+TEST(ProtoLL, LineCounts) {
+  EXPECT_EQ(ll_lines(0), 0u);
+  EXPECT_EQ(ll_lines(1), 1u);
+  EXPECT_EQ(ll_lines(8), 1u);
+  EXPECT_EQ(ll_lines(9), 2u);
+  EXPECT_EQ(ll_lines(32768), 4096u);
+  EXPECT_EQ(ll128_lines(0), 0u);
+  EXPECT_EQ(ll128_lines(1), 1u);
+  EXPECT_EQ(ll128_lines(120), 1u);
+  EXPECT_EQ(ll128_lines(121), 2u);
+  EXPECT_EQ(ll128_lines(576000), 4800u);
+}
+
+TEST(ProtoLL, LLRoundTrips) {
+  for (size_t bytes : {0, 1, 3, 7, 8, 9, 15, 16, 17, 1001, 4096, 32768}) {
+    const auto src = pattern(bytes, static_cast<unsigned>(bytes));
+    std::vector<LLLine> lines(ll_lines(bytes) + 1);
+    const uint32_t flag = ll_flag(bytes * 3);
+    ASSERT_EQ(ll_pack(src.data(), bytes, lines.data(), flag), ll_lines(bytes));
+    for (size_t i = 0; i < ll_lines(bytes); ++i) EXPECT_TRUE(ll_line_has_flag(lines[i], flag));
+    std::vector<unsigned char> dst(bytes + 8, 0xee);
+    ASSERT_TRUE(ll_unpack(lines.data(), bytes, dst.data(), flag)) << bytes;
+    EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), bytes)) << bytes;
+    EXPECT_EQ(dst[bytes], 0xee) << "unpack wrote past the slice";
+    if (bytes > 0) {
+      EXPECT_FALSE(ll_unpack(lines.data(), bytes, dst.data(), flag + 1));
+      // Padding of the last line is zero.
+      if (bytes % 8) {
+        unsigned char tail[8];
+        ll_line_payload(lines[ll_lines(bytes) - 1], tail, 8);
+        for (size_t b = bytes % 8; b < 8; ++b) EXPECT_EQ(tail[b], 0);
+      }
+    }
+  }
+}
+
+TEST(ProtoLL, LLHalfFlags) {
+  const unsigned char b[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+  LLLine l = ll_make_line(b, 8, 5);
+  EXPECT_TRUE(ll_half_has_flag(l.v[0], 5));
+  EXPECT_TRUE(ll_half_has_flag(l.v[1], 5));
+  l.f.flag2 = 4;  // second half still from an older step: the line is not ready
+  EXPECT_FALSE(ll_line_has_flag(l, 5));
+  EXPECT_TRUE(ll_half_has_flag(l.v[0], 5));
+  EXPECT_FALSE(ll_half_has_flag(l.v[1], 5));
+  EXPECT_EQ(ll_half(0x11223344u, 0x55667788u), 0x5566778811223344ull);
+}
+
+TEST(ProtoLL, LL128RoundTrips) {
+  for (size_t bytes : {0, 1, 7, 8, 119, 120, 121, 239, 240, 1000, 1920, 123457}) {
+    const auto src = pattern(bytes, static_cast<unsigned>(bytes) + 3);
+    std::vector<LL128Line> lines(ll128_lines(bytes) + 1);
+    const uint64_t flag = ll128_flag(bytes + 0x100000000ull);
+    ASSERT_EQ(ll128_pack(src.data(), bytes, lines.data(), flag), ll128_lines(bytes));
+    for (size_t i = 0; i < ll128_lines(bytes); ++i) {
+      EXPECT_TRUE(ll128_line_has_flag(lines[i], flag));
+      EXPECT_EQ(lines[i].v[15], flag) << "the flag is the last 8 bytes";
+    }
+    std::vector<unsigned char> dst(bytes + 8, 0xee);
+    ASSERT_TRUE(ll128_unpack(lines.data(), bytes, dst.data(), flag)) << bytes;
+    EXPECT_EQ(0, std::memcmp(src.data(), dst.data(), bytes)) << bytes;
+    EXPECT_EQ(dst[bytes], 0xee);
+    if (bytes > 0) {
+      EXPECT_FALSE(ll128_unpack(lines.data(), bytes, dst.data(), flag - 1));
+      // The payload is the first 120 bytes of each line, in order.
+      EXPECT_EQ(0, std::memcmp(&lines[0], src.data(), bytes < 120 ? bytes : 120));
+    }
+  }
+}
+
+// The protocols' line operations through a minimal executor (plain loads and stores).
+struct PlainExec {
+  uint64_t load_u64(const uint64_t* p) const { return *p; }
+  uint64_t load_u64_acquire(const uint64_t* p) const { return *p; }
+  void store_u64(uint64_t* p, uint64_t v) const { *p = v; }
+  void store_u64_release(uint64_t* p, uint64_t v) const { *p = v; }
+};
+
+TEST(ProtoLL, StoreLoadLineThroughExec) {
+  PlainExec ex;
+  const auto src = pattern(120, 5);
+  unsigned char got[120];
+  LLLine l{};
+  ProtoLL::store_line(ex, &l, src.data(), 5, 9);
+  EXPECT_FALSE(ProtoLL::load_line(ex, &l, got, 5, 8));
+  ASSERT_TRUE(ProtoLL::load_line(ex, &l, got, 5, 9));
+  EXPECT_EQ(0, std::memcmp(got, src.data(), 5));
+  ProtoLL::clean_line(ex, &l, 9);
+  EXPECT_TRUE(ll_line_has_flag(l, ll_flag(9)));
+  EXPECT_EQ(l.f.data1, 0u);
+  LL128Line m{};
+  ProtoLL128::store_line(ex, &m, src.data(), 120, 3);
+  EXPECT_FALSE(ProtoLL128::load_line(ex, &m, got, 120, 2));
+  ASSERT_TRUE(ProtoLL128::load_line(ex, &m, got, 120, 3));
+  EXPECT_EQ(0, std::memcmp(got, src.data(), 120));
+  EXPECT_FALSE(ProtoLL128::needs_clean(0x7ffffff8));
+}
+
+}  // namespace
+}  // namespace cclab
