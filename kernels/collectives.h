@@ -8,6 +8,8 @@
 #include "kernels/p2p.h"
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
+#include "kernels/primitives_ll.h"
+#include "kernels/primitives_ll128.h"
 #include "kernels/protocols.h"
 #include "kernels/reduce_copy.h"
 #include "kernels/ring.h"
@@ -15,20 +17,62 @@
 
 namespace cclab {
 
-// Chunk size (bytes) a collective uses with a connection buffer of `buff_bytes` (NCCL's
-// calcCollChunking for Ring/Simple: chunkSteps slots).
-CCLAB_HD inline size_t ring_chunk_bytes(CollKind coll, int buff_bytes) {
+// Chunk size (bytes) a collective uses with protocol `proto` and a connection buffer of `buff_bytes`
+// (NCCL's calcCollChunking for Ring: chunkSteps slots for Simple, one step's payload for LL/LL128).
+CCLAB_HD inline size_t ring_chunk_bytes(CollKind coll, int proto, int buff_bytes) {
+  if (proto == kProtoLL) return ProtoLL::max_chunk_bytes(buff_bytes);
+  if (proto == kProtoLL128) return ProtoLL128::max_chunk_bytes(buff_bytes);
   if (coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter)
     return ProtoSimpleRing::max_chunk_bytes(buff_bytes);
   return ProtoSimpleOne::max_chunk_bytes(buff_bytes);
+}
+
+// Runs the ring schedule of w.coll with primitives of protocol P (P2 for the Simple variants whose
+// slicing differs per collective).
+template <typename T, typename P, typename P2, typename Exec>
+CCLAB_HD bool run_ring_schedule(Exec& exec, const RedOp<T>& op, const CollWork& w, const RingView& ring, int channel,
+                                ConnInfo* recv, ConnInfo* send) {
+  const T* in = static_cast<const T*>(w.send);
+  T* out = static_cast<T*>(w.recv);
+  switch (w.coll) {
+    case CollKind::kAllReduce: {
+      Primitives<T, P, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_all_reduce(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kAllGather: {
+      const bool in_place = in == out + static_cast<size_t>(w.rank) * w.count;
+      Primitives<T, P, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_all_gather(p, w, ring, channel, in_place);
+      return !p.aborted();
+    }
+    case CollKind::kReduceScatter: {
+      Primitives<T, P, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_reduce_scatter(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kBroadcast: {
+      Primitives<T, P2, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_broadcast(p, w, ring, channel);
+      return !p.aborted();
+    }
+    case CollKind::kReduce: {
+      Primitives<T, P2, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
+      ring_reduce(p, w, ring, channel);
+      return !p.aborted();
+    }
+    default:
+      return false;
+  }
 }
 
 CCLAB_HD inline bool coll_reduces(CollKind c) {
   return c == CollKind::kAllReduce || c == CollKind::kReduce || c == CollKind::kReduceScatter;
 }
 
-// Runs channel `channel` of collective `w` on this rank. `recv` is the connection from ring.prev(),
-// `send` the connection to ring.next() on that channel. Returns false if the executor aborted.
+// Runs channel `channel` of collective `w` on this rank with protocol w.proto. `recv` is that
+// protocol's connection from ring.prev(), `send` the one to ring.next() on that channel. Returns false
+// if the executor aborted.
 template <typename T, typename Exec>
 CCLAB_HD bool run_ring_channel(Exec& exec, const CollWork& w, const RingView& ring, int channel, ConnInfo* recv,
                                ConnInfo* send) {
@@ -42,36 +86,10 @@ CCLAB_HD bool run_ring_channel(Exec& exec, const CollWork& w, const RingView& ri
                      coll_reduces(w.coll), coll_reduces(w.coll));
     return true;
   }
-  switch (w.coll) {
-    case CollKind::kAllReduce: {
-      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
-      ring_all_reduce(p, w, ring, channel);
-      return !p.aborted();
-    }
-    case CollKind::kAllGather: {
-      const bool in_place = in == out + static_cast<size_t>(w.rank) * w.count;
-      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
-      ring_all_gather(p, w, ring, channel, in_place);
-      return !p.aborted();
-    }
-    case CollKind::kReduceScatter: {
-      Primitives<T, ProtoSimpleRing, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
-      ring_reduce_scatter(p, w, ring, channel);
-      return !p.aborted();
-    }
-    case CollKind::kBroadcast: {
-      Primitives<T, ProtoSimpleOne, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
-      ring_broadcast(p, w, ring, channel);
-      return !p.aborted();
-    }
-    case CollKind::kReduce: {
-      Primitives<T, ProtoSimpleOne, Exec> p(exec, op, recv, send, in, out, w.rank, channel, w.coll, w.op_count);
-      ring_reduce(p, w, ring, channel);
-      return !p.aborted();
-    }
-    default:
-      return false;
-  }
+  if (w.proto == kProtoLL) return run_ring_schedule<T, ProtoLL, ProtoLL>(exec, op, w, ring, channel, recv, send);
+  if (w.proto == kProtoLL128)
+    return run_ring_schedule<T, ProtoLL128, ProtoLL128>(exec, op, w, ring, channel, recv, send);
+  return run_ring_schedule<T, ProtoSimpleRing, ProtoSimpleOne>(exec, op, w, ring, channel, recv, send);
 }
 
 }  // namespace cclab

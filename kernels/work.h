@@ -12,6 +12,9 @@
 
 namespace cclab {
 
+// NCCL's protocol indices.
+constexpr int kProtoLL = 0, kProtoLL128 = 1, kProtoSimple = 2, kNumProtocols = 3;
+
 // One collective on one rank.
 struct CollWork {
   CollKind coll;
@@ -25,6 +28,7 @@ struct CollWork {
   int nranks;
   int nchannels;       // channels this operation is spread over (same on every rank)
   size_t chunk_bytes;  // largest chunk a primitive moves
+  int proto;           // NCCL's protocol index: 0 LL, 1 LL128, 2 Simple (kProtoLL...)
   RedOpArg redop;
   uint64_t op_count;
 };

@@ -14,6 +14,8 @@
 
 #include "base/log.h"
 #include "base/param.h"
+#include "graph/algo_proto.h"
+#include "kernels/proto_ll.h"
 #include "enqueue.h"
 
 namespace cclab {
@@ -84,41 +86,43 @@ ncclResult_t pick_transport(ncclComm_t comm, int peer, TransportKind* kind) {
 }
 
 // Points the connection's view at its (created or opened) memory: header first, then the slots.
-void attach(ncclComm_t comm, Conn* conn, int peer) {
+void attach(ncclComm_t comm, Conn* conn, int peer, int buff_bytes) {
   conn->info.hdr = static_cast<ConnFifoHeader*>(conn->seg->base());
   conn->info.buff = static_cast<char*>(conn->seg->base()) + kFifoDataOffset;
-  conn->info.step_bytes = comm->buff_bytes / kNcclSteps;
+  conn->info.step_bytes = buff_bytes / kNcclSteps;
   conn->info.peer = peer;
   conn->info.step = 0;
   conn->connected = true;
 }
 
-ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
+// `kind` names the connection: 'p' point-to-point, or 'L' / 'M' / 'r' the ring's LL / LL128 / Simple FIFO.
+ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer, int buff_bytes) {
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
-  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(comm->buff_bytes),
+  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(buff_bytes),
                      &conn->seg);
   if (r != ncclSuccess) return r;
-  attach(comm, conn, peer);
+  attach(comm, conn, peer, buff_bytes);
   return ncclSuccess;
 }
 
-ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int peer) {
+ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int peer, int buff_bytes) {
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
   const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
-  r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(comm->buff_bytes),
+  r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
                    &comm->abort_flag, timeout, &conn->seg);
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();
     return report_error(r, "rank %d could not connect to rank %d (%s %d, via %s): %s", comm->rank, peer,
-                        kind == 'r' ? "ring channel" : "point-to-point channel", c, transport_name(conn->kind),
+                        kind == 'p' ? "point-to-point channel" : "ring channel", c, transport_name(conn->kind),
                         why.c_str());
   }
-  attach(comm, conn, peer);
-  CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
-             kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
+  attach(comm, conn, peer, buff_bytes);
+  if (kind == 'r' || kind == 'p')
+    CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
+               kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
   return ncclSuccess;
 }
 
@@ -127,6 +131,10 @@ struct SharedParams {
   int nchannels;
   int buff_bytes;
   int64_t min_channel_bytes;
+  int ll_buff_bytes;
+  int ll128_buff_bytes;
+  int64_t ll_threshold;
+  uint32_t proto_mask;  // bit coll*3+proto: NCCL_PROTO enables it
 };
 
 ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
@@ -150,6 +158,31 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   p->nchannels = static_cast<int>(nch);
   p->buff_bytes = static_cast<int>(buff);
   p->min_channel_bytes = std::max<int64_t>(1, param_int("CCLAB_MIN_CHANNEL_BYTES", 64 << 10));
+  const int64_t ll = param_int("NCCL_LL_BUFFSIZE", kLLBuffSize), ll128 = param_int("NCCL_LL128_BUFFSIZE", kLL128BuffSize);
+  if (ll < kNcclSteps * kLLLineBytes || ll > (1 << 30) || ll % (kNcclSteps * kLLLineBytes) != 0)
+    return report_error(ncclInvalidArgument, "NCCL_LL_BUFFSIZE=%lld is invalid: it must be a multiple of %d up to 1 GiB",
+                        static_cast<long long>(ll), kNcclSteps * kLLLineBytes);
+  if (ll128 < kNcclSteps * kLL128LineBytes || ll128 > (1 << 30) || ll128 % (kNcclSteps * kLL128LineBytes) != 0)
+    return report_error(ncclInvalidArgument,
+                        "NCCL_LL128_BUFFSIZE=%lld is invalid: it must be a multiple of %d up to 1 GiB",
+                        static_cast<long long>(ll128), kNcclSteps * kLL128LineBytes);
+  p->ll_buff_bytes = static_cast<int>(ll);
+  p->ll128_buff_bytes = static_cast<int>(ll128);
+  p->ll_threshold = std::max<int64_t>(0, param_int("CCLAB_LL_THRESHOLD", 16 << 10));
+  AlgoProtoEnable en;
+  std::string err;
+  const std::string proto = param_str("NCCL_PROTO", nullptr);
+  if (parse_proto_env(proto.c_str(), &en, &err) != ncclSuccess) return report_error(ncclInvalidArgument, "%s", err.c_str());
+  p->proto_mask = 0;
+  for (int c = 0; c < 5; ++c)
+    for (int q = 0; q < kNumProtocols; ++q) {
+      // LL and LL128 only where NCCL_PROTO sets the collective's protocols, until the tuner chooses:
+      // their host paths are correct, but LL cannot check that the ranks agree on the count (no
+      // size is published with its flags) and sleeps badly when ranks outnumber cores, and NCCL too
+      // keeps LL128 off unless the hardware (or NCCL_PROTO) says so.
+      const bool on = en.proto[c][q] && (q == kProtoSimple || en.proto_from_env[c]);
+      if (on) p->proto_mask |= 1u << (c * kNumProtocols + q);
+    }
   return ncclSuccess;
 }
 
@@ -172,7 +205,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   std::vector<SharedParams> params(comm->nranks);
   r = read_params(comm, &params[comm->rank]);
   if (r != ncclSuccess) {
-    params[comm->rank] = SharedParams{-1, -1, -1};  // still take part, so the others learn of it
+    params[comm->rank] = SharedParams{-1, -1, -1, -1, -1, -1, 0};  // still take part, so the others learn of it
   }
   ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
   if (r != ncclSuccess) return r;
@@ -180,12 +213,27 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   comm->nchannels = 64;
   comm->buff_bytes = 1 << 30;
   comm->min_channel_bytes = SIZE_MAX;
+  comm->proto_buff_bytes[kProtoLL] = comm->proto_buff_bytes[kProtoLL128] = 1 << 30;
+  comm->ll_threshold = SIZE_MAX;
+  uint32_t proto_mask = ~0u;
   for (int i = 0; i < comm->nranks; ++i) {
     if (params[i].nchannels < 0)
       return report_error(ncclInvalidArgument, "rank %d rejected its parameters (see its log)", i);
     comm->nchannels = std::min(comm->nchannels, params[i].nchannels);
     comm->buff_bytes = std::min(comm->buff_bytes, params[i].buff_bytes);
     comm->min_channel_bytes = std::min(comm->min_channel_bytes, static_cast<size_t>(params[i].min_channel_bytes));
+    comm->proto_buff_bytes[kProtoLL] = std::min(comm->proto_buff_bytes[kProtoLL], params[i].ll_buff_bytes);
+    comm->proto_buff_bytes[kProtoLL128] = std::min(comm->proto_buff_bytes[kProtoLL128], params[i].ll128_buff_bytes);
+    comm->ll_threshold = std::min(comm->ll_threshold, static_cast<size_t>(params[i].ll_threshold));
+    proto_mask &= params[i].proto_mask;
+  }
+  comm->proto_buff_bytes[kProtoSimple] = comm->buff_bytes;
+  for (int c = 0; c < 5; ++c) {
+    bool row = false;
+    for (int q = 0; q < kNumProtocols; ++q) row |= comm->proto_enabled[c][q] = (proto_mask >> (c * kNumProtocols + q)) & 1;
+    if (!row)
+      return report_error(ncclInvalidArgument, "NCCL_PROTO leaves no protocol enabled for %s on every rank",
+                          coll_name(static_cast<CollKind>(c)));
   }
   comm->timeout_s = static_cast<double>(param_int("CCLAB_TIMEOUT", 0));
   comm->exec_cfg.abort_flag = &comm->abort_flag;
@@ -211,15 +259,28 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   }
   if (comm->nranks > 1) {
     // Every receiver creates its side first (never blocks), then every sender attaches (waits).
-    for (int c = 0; c < comm->nchannels; ++c) {
-      Channel& ch = comm->channels[c];
-      r = connect_recv(comm, &ch.recv, 'r', c, ch.view[comm->nranks - 1]);
-      if (r != ncclSuccess) return r;
+    // One FIFO per protocol that some collective may use (Simple first: it is the largest, so a
+    // small /dev/shm fails on it and the error names its size).
+    static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
+    static const int kOrder[kNumProtocols] = {kProtoSimple, kProtoLL, kProtoLL128};
+    bool used[kNumProtocols] = {false, false, false};
+    for (int c = 0; c < 5; ++c)
+      for (int q = 0; q < kNumProtocols; ++q) used[q] |= comm->proto_enabled[c][q];
+    for (int q : kOrder) {
+      if (!used[q]) continue;
+      for (int c = 0; c < comm->nchannels; ++c) {
+        Channel& ch = comm->channels[c];
+        r = connect_recv(comm, &ch.recv[q], kKind[q], c, ch.view[comm->nranks - 1], comm->proto_buff_bytes[q]);
+        if (r != ncclSuccess) return r;
+      }
     }
-    for (int c = 0; c < comm->nchannels; ++c) {
-      Channel& ch = comm->channels[c];
-      r = connect_send(comm, &ch.send, 'r', c, ch.view[1]);
-      if (r != ncclSuccess) return r;
+    for (int q : kOrder) {
+      if (!used[q]) continue;
+      for (int c = 0; c < comm->nchannels; ++c) {
+        Channel& ch = comm->channels[c];
+        r = connect_send(comm, &ch.send[q], kKind[q], c, ch.view[1], comm->proto_buff_bytes[q]);
+        if (r != ncclSuccess) return r;
+      }
     }
     CCLAB_INFO(kLogInit, "Connected all rings, use ring PXN 0 GDR 0");
   }
@@ -282,7 +343,7 @@ void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
 ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {
   Conn& c = comm->p2p_send[peer];
   if (!c.connected) {
-    ncclResult_t r = connect_send(comm, &c, 'p', 0, peer);
+    ncclResult_t r = connect_send(comm, &c, 'p', 0, peer, comm->buff_bytes);
     if (r != ncclSuccess) return r;
   }
   *out = &c;
@@ -292,7 +353,7 @@ ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {
 ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out) {
   Conn& c = comm->p2p_recv[peer];
   if (!c.connected) {
-    ncclResult_t r = connect_recv(comm, &c, 'p', 0, peer);
+    ncclResult_t r = connect_recv(comm, &c, 'p', 0, peer, comm->buff_bytes);
     if (r != ncclSuccess) return r;
   }
   *out = &c;

@@ -13,6 +13,7 @@
 #include "cclab/cclab.h"
 #include "host_exec.h"
 #include "kernels/fifo.h"
+#include "kernels/work.h"
 #include "lanes.h"
 #include "stream.h"
 #include "transport.h"
@@ -38,8 +39,8 @@ struct Conn {
 struct Channel {
   std::vector<int> ring;  // ring order starting at rank 0 (same list on every rank)
   std::vector<int> view;  // ring order starting at this rank (RingView::ranks)
-  Conn recv;              // from ring prev
-  Conn send;              // to ring next
+  Conn recv[kNumProtocols];  // from ring prev, one FIFO per protocol (LL, LL128, Simple) as NCCL
+  Conn send[kNumProtocols];  // to ring next
 };
 
 // Dynamic reduction op created by ncclRedOpCreatePreMulSum.
@@ -64,6 +65,11 @@ struct ncclComm {
   std::vector<cclab::PeerInfo> peers;
   int nchannels = 1;
   int buff_bytes = 4 << 20;  // NCCL_BUFFSIZE, Simple FIFO bytes per connection
+  int proto_buff_bytes[cclab::kNumProtocols] = {0, 0, 0};  // per protocol: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
+  // proto_enabled[coll][proto]: NCCL_PROTO as agreed by every rank (coll = CollKind 0..4). LL and
+  // LL128 are on only where NCCL_PROTO sets that collective's protocols (until the tuner chooses).
+  bool proto_enabled[5][cclab::kNumProtocols] = {};
+  size_t ll_threshold = 16 << 10;  // CCLAB_LL_THRESHOLD: largest collective (bytes per rank) sent with LL
   size_t min_channel_bytes = 64 << 10;  // CCLAB_MIN_CHANNEL_BYTES: smallest share of a collective per channel
   std::vector<cclab::Channel> channels;
   std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)

@@ -30,6 +30,21 @@ int channels_for(ncclComm_t comm, size_t bytes) {
   return static_cast<int>(std::min<size_t>(n, static_cast<size_t>(comm->nchannels)));
 }
 
+// Protocol of a collective moving `bytes` per rank. Until the tuner (cost model) exists, a size rule:
+// up to CCLAB_LL_THRESHOLD bytes the latency protocols (LL, then LL128), above it Simple, then LL128,
+// then LL — each only if NCCL_PROTO enables it for this collective. The same on every rank, since the
+// inputs are agreed at init.
+int protocol_for(ncclComm_t comm, CollKind coll, size_t bytes) {
+  const bool* on = comm->proto_enabled[static_cast<int>(coll)];
+  static const int kSmall[] = {kProtoLL, kProtoLL128, kProtoSimple};
+  static const int kLarge[] = {kProtoSimple, kProtoLL128, kProtoLL};
+  for (int q : bytes <= comm->ll_threshold ? kSmall : kLarge)
+    if (on[q]) return q;
+  return kProtoSimple;  // unreachable: init checks every collective has a protocol
+}
+
+const char* proto_name_of(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
+
 bool is_float_type(ncclDataType_t t) {
   return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
          t == ncclFloat8e5m2;
@@ -101,12 +116,13 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   const size_t total = op.count * type_size(op.type) *
                        ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
   w.nchannels = channels_for(comm, total);
-  w.chunk_bytes = ring_chunk_bytes(op.coll, comm->buff_bytes);
+  w.proto = protocol_for(comm, op.coll, total);
+  w.chunk_bytes = ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
   w.redop = make_redop(comm, op.op, op.type);
   w.op_count = comm->op_count++;
   CCLAB_INFO(kLogColl, "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
-             "[nranks=%d] nChannels %d", coll_name(op.coll), static_cast<unsigned long long>(w.op_count), op.send,
-             op.recv, op.count, op.type, op.op, op.root, static_cast<void*>(comm), comm->nranks, w.nchannels);
+             "[nranks=%d] nChannels %d protocol %s", coll_name(op.coll), static_cast<unsigned long long>(w.op_count), op.send,
+             op.recv, op.count, op.type, op.op, op.root, static_cast<void*>(comm), comm->nranks, w.nchannels, proto_name_of(w.proto));
   HostCollFn fn = host_coll_kernel(op.type);
   std::vector<HostExec> execs(w.nchannels, HostExec(comm->exec_cfg));
   std::vector<std::function<void()>> tasks;
@@ -115,7 +131,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     tasks.emplace_back([&, c] {
       Channel& ch = comm->channels[c];
       RingView ring{ch.view.data(), comm->nranks};
-      fn(execs[c], w, ring, c, &ch.recv.info, &ch.send.info);
+      fn(execs[c], w, ring, c, &ch.recv[w.proto].info, &ch.send[w.proto].info);
     });
   }
   comm->lanes->run(tasks);
