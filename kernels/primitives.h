@@ -36,13 +36,91 @@ struct WaitSite {
   PrimKind prim;
 };
 
+// What every protocol's primitives share: the state of one rank's channel within one operation and
+// the public primitive calls, each a call of the protocol's generic op<RECV, SEND, SRC, DST>
+// (Derived::op). The Simple primitives below and the line primitives of LL/LL128
+// (primitives_ll.h) derive from it, so the ring schedules see one interface.
+template <typename Derived, typename T, typename Exec>
+class PrimitivesBase {
+ public:
+  CCLAB_HD bool aborted() const { return aborted_; }
+
+  // Each primitive moves `n` elements; offsets are element offsets into input / output.
+  CCLAB_HD void send(size_t in, size_t n) {
+    self()->template op<false, true, true, false>(in, 0, n, false, PrimKind::kSend);
+  }
+  CCLAB_HD void recv(size_t out, size_t n) {
+    self()->template op<true, false, false, true>(0, out, n, false, PrimKind::kRecv);
+  }
+  CCLAB_HD void recv_reduce_send(size_t in, size_t n) {
+    self()->template op<true, true, true, false>(in, 0, n, false, PrimKind::kRecvReduceSend);
+  }
+  CCLAB_HD void recv_reduce_copy_send(size_t in, size_t out, size_t n, bool post) {
+    self()->template op<true, true, true, true>(in, out, n, post, PrimKind::kRecvReduceCopySend);
+  }
+  CCLAB_HD void recv_copy_send(size_t out, size_t n) {
+    self()->template op<true, true, false, true>(0, out, n, false, PrimKind::kRecvCopySend);
+  }
+  CCLAB_HD void copy_send(size_t in, size_t out, size_t n) {
+    self()->template op<false, true, true, true>(in, out, n, false, PrimKind::kCopySend);
+  }
+  CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
+    self()->template op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
+  }
+
+ protected:
+  CCLAB_HD PrimitivesBase(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
+                          int rank, int channel, CollKind coll, uint64_t op_count)
+      : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
+        channel_(channel), coll_(coll), op_count_(op_count) {}
+
+  CCLAB_HD bool coll_reduces() const {
+    return coll_ == CollKind::kAllReduce || coll_ == CollKind::kReduce || coll_ == CollKind::kReduceScatter;
+  }
+  CCLAB_HD void abort_now() { aborted_ = true; }
+
+  Exec& exec_;
+  const RedOp<T>& op_;
+  ConnInfo* recv_;
+  ConnInfo* send_;
+  const T* input_;
+  T* output_;
+  int rank_;
+  int channel_;
+  CollKind coll_;
+  uint64_t op_count_;
+  bool aborted_ = false;
+
+ private:
+  CCLAB_HD Derived* self() { return static_cast<Derived*>(this); }
+};
+
+// Names the base's state inside a derived primitives class (the base is a dependent type).
+#define CCLAB_PRIMITIVES_STATE(Base)                                                                  \
+  friend Base;                                                                                        \
+  using Base::exec_;                                                                                  \
+  using Base::op_;                                                                                    \
+  using Base::recv_;                                                                                  \
+  using Base::send_;                                                                                  \
+  using Base::input_;                                                                                 \
+  using Base::output_;                                                                                \
+  using Base::rank_;                                                                                  \
+  using Base::channel_;                                                                               \
+  using Base::coll_;                                                                                  \
+  using Base::op_count_;                                                                              \
+  using Base::aborted_;                                                                               \
+  using Base::coll_reduces;                                                                           \
+  using Base::abort_now
+
 template <typename T, typename Proto, typename Exec>
-class Primitives {
+class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
+  using Base = PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec>;
+  CCLAB_PRIMITIVES_STATE(Base);
+
  public:
   CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
                       int rank, int channel, CollKind coll, uint64_t op_count)
-      : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
-        channel_(channel), coll_(coll), op_count_(op_count) {
+      : Base(exec, op, recv, send, input, output, rank, channel, coll, op_count) {
     // As NCCL's loadRecvConn/loadSendConn: start on a chunk boundary of this protocol. A connection's
     // step persists across operations, and one that used 1-step slices (Broadcast, Reduce) may stop
     // on an odd step; a 2-step slice starting there would run past the FIFO's last slot. Both ends
@@ -50,27 +128,6 @@ class Primitives {
     constexpr uint64_t kChunkSteps = static_cast<uint64_t>(Proto::kChunkSteps);
     if (recv_) recv_->step = (recv_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
     if (send_) send_->step = (send_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
-  }
-
-  CCLAB_HD bool aborted() const { return aborted_; }
-
-  // Each primitive moves `n` elements; offsets are element offsets into input / output.
-  CCLAB_HD void send(size_t in, size_t n) { op<false, true, true, false>(in, 0, n, false, PrimKind::kSend); }
-  CCLAB_HD void recv(size_t out, size_t n) { op<true, false, false, true>(0, out, n, false, PrimKind::kRecv); }
-  CCLAB_HD void recv_reduce_send(size_t in, size_t n) {
-    op<true, true, true, false>(in, 0, n, false, PrimKind::kRecvReduceSend);
-  }
-  CCLAB_HD void recv_reduce_copy_send(size_t in, size_t out, size_t n, bool post) {
-    op<true, true, true, true>(in, out, n, post, PrimKind::kRecvReduceCopySend);
-  }
-  CCLAB_HD void recv_copy_send(size_t out, size_t n) {
-    op<true, true, false, true>(0, out, n, false, PrimKind::kRecvCopySend);
-  }
-  CCLAB_HD void copy_send(size_t in, size_t out, size_t n) {
-    op<false, true, true, true>(in, out, n, false, PrimKind::kCopySend);
-  }
-  CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
-    op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
   }
 
  private:
@@ -147,23 +204,6 @@ class Primitives {
       offset += n;
     }
   }
-
-  CCLAB_HD bool coll_reduces() const {
-    return coll_ == CollKind::kAllReduce || coll_ == CollKind::kReduce || coll_ == CollKind::kReduceScatter;
-  }
-  CCLAB_HD void abort_now() { aborted_ = true; }
-
-  Exec& exec_;
-  const RedOp<T>& op_;
-  ConnInfo* recv_;
-  ConnInfo* send_;
-  const T* input_;
-  T* output_;
-  int rank_;
-  int channel_;
-  CollKind coll_;
-  uint64_t op_count_;
-  bool aborted_ = false;
 };
 
 }  // namespace cclab

@@ -35,32 +35,14 @@
 namespace cclab {
 
 template <typename T, typename Proto, typename Exec>
-class LinePrimitives {
+class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, Exec> {
+  using Base = PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, Exec>;
+  CCLAB_PRIMITIVES_STATE(Base);
+
  public:
   CCLAB_HD LinePrimitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input,
                           T* output, int rank, int channel, CollKind coll, uint64_t op_count)
-      : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
-        channel_(channel), coll_(coll), op_count_(op_count) {}
-
-  CCLAB_HD bool aborted() const { return aborted_; }
-
-  CCLAB_HD void send(size_t in, size_t n) { op<false, true, true, false>(in, 0, n, false, PrimKind::kSend); }
-  CCLAB_HD void recv(size_t out, size_t n) { op<true, false, false, true>(0, out, n, false, PrimKind::kRecv); }
-  CCLAB_HD void recv_reduce_send(size_t in, size_t n) {
-    op<true, true, true, false>(in, 0, n, false, PrimKind::kRecvReduceSend);
-  }
-  CCLAB_HD void recv_reduce_copy_send(size_t in, size_t out, size_t n, bool post) {
-    op<true, true, true, true>(in, out, n, post, PrimKind::kRecvReduceCopySend);
-  }
-  CCLAB_HD void recv_copy_send(size_t out, size_t n) {
-    op<true, true, false, true>(0, out, n, false, PrimKind::kRecvCopySend);
-  }
-  CCLAB_HD void copy_send(size_t in, size_t out, size_t n) {
-    op<false, true, true, true>(in, out, n, false, PrimKind::kCopySend);
-  }
-  CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
-    op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
-  }
+      : Base(exec, op, recv, send, input, output, rank, channel, coll, op_count) {}
 
  private:
   using Line = typename Proto::Line;
@@ -143,23 +125,6 @@ class LinePrimitives {
       offset += n;
     }
   }
-
-  CCLAB_HD bool coll_reduces() const {
-    return coll_ == CollKind::kAllReduce || coll_ == CollKind::kReduce || coll_ == CollKind::kReduceScatter;
-  }
-  CCLAB_HD void abort_now() { aborted_ = true; }
-
-  Exec& exec_;
-  const RedOp<T>& op_;
-  ConnInfo* recv_;
-  ConnInfo* send_;
-  const T* input_;
-  T* output_;
-  int rank_;
-  int channel_;
-  CollKind coll_;
-  uint64_t op_count_;
-  bool aborted_ = false;
 };
 
 template <typename T, typename Exec>
