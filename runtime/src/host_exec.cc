@@ -71,6 +71,29 @@ void HostExec::observe(const StepRecord& r) const {
   cfg_.observer(&e, cfg_.observer_data);
 }
 
+// The checks every slow wait makes between polls: abort, CCLAB_TIMEOUT, and one stuck-wait warning
+// (its detail built only when it is printed). False, with the failure recorded, when the wait must end.
+template <typename Detail>
+bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Detail detail) {
+  if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
+    failure_ = WaitFailure::kAborted;
+    failed_site_ = site;
+    return false;
+  }
+  const double waited = cclab::now_us() - start;
+  if (cfg_.timeout_us > 0 && waited > cfg_.timeout_us) {
+    failure_ = WaitFailure::kTimedOut;
+    failed_site_ = site;
+    return false;
+  }
+  if (!*warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
+    *warned = true;
+    log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (%s)", describe_wait(site).c_str(),
+                waited / 1e6, detail().c_str());
+  }
+  return true;
+}
+
 bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) {
   const double start = cclab::now_us();
   // Phase 1: spin for spin_us, yielding now and then so a peer sharing this core can run.
@@ -96,22 +119,10 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
   bool warned = false;
   for (;;) {
     if (counter_load(c) >= target) return true;
-    if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
-      failure_ = WaitFailure::kAborted;
-      failed_site_ = site;
+    if (!check_wait(start, site, &warned, [&] {
+          return "counter at " + std::to_string(static_cast<unsigned long long>(counter_load(c)));
+        }))
       return false;
-    }
-    const double waited = cclab::now_us() - start;
-    if (cfg_.timeout_us > 0 && waited > cfg_.timeout_us) {
-      failure_ = WaitFailure::kTimedOut;
-      failed_site_ = site;
-      return false;
-    }
-    if (!warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
-      warned = true;
-      log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (counter at %llu)",
-                  describe_wait(site).c_str(), waited / 1e6, static_cast<unsigned long long>(counter_load(c)));
-    }
     counter_sleep(c, target, 10000);
   }
 }
@@ -125,22 +136,8 @@ bool HostExec::poll_backoff(uint64_t iter, double start, const WaitSite& site) {
       return true;
     }
   }
-  if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
-    failure_ = WaitFailure::kAborted;
-    failed_site_ = site;
-    return false;
-  }
+  if (!check_wait(start, site, &flag_warned_, [] { return std::string("polling line flags"); })) return false;
   const double waited = cclab::now_us() - start;
-  if (cfg_.timeout_us > 0 && waited > cfg_.timeout_us) {
-    failure_ = WaitFailure::kTimedOut;
-    failed_site_ = site;
-    return false;
-  }
-  if (cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us && !flag_warned_) {
-    flag_warned_ = true;
-    log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (polling line flags)",
-                describe_wait(site).c_str(), waited / 1e6);
-  }
   if (waited < cfg_.spin_us) {
     cpu_relax();
   } else if (waited < cfg_.spin_us + cfg_.yield_us) {

@@ -97,6 +97,8 @@ class HostExec {
   // One round of wait_flag's back-off after `iter` failed polls since `start`; false (failure recorded)
   // once aborted or timed out.
   bool poll_backoff(uint64_t iter, double start, const WaitSite& site);
+  template <typename Detail>
+  bool check_wait(double start, const WaitSite& site, bool* warned, Detail detail);
 
   HostExecConfig cfg_;
   WaitFailure failure_ = WaitFailure::kNone;
