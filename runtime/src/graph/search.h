@@ -43,7 +43,8 @@ struct TopoGraph {
   double bw_inter = 0;             // per-channel bandwidth across machines ("speedinter")
   double latency_inter = 0;        // NCCL's latencyinter (µs), 0 unless the NIC reports one
   PathType type_intra = PathType::kLoc;  // worst path type between consecutive GPUs
-  PathType type_inter = PathType::kLoc;  // worst GPU->NET path type used (kLoc on one machine)
+  PathType type_inter = PathType::kLoc;  // worst GPU->NET path type used (on one machine the type to
+                                         // the closest NIC, as NCCL's "type NVL/PIX" log shows)
   bool same_channels = true;       // every channel has the same order
   // intra[c] = the GPU devs of one machine in channel c's order (ring: next of intra[c][i] is
   // intra[c][i+1], and the last one leaves the machine / wraps; tree: the chain, intra[c][0] is the

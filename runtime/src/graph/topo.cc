@@ -1,8 +1,12 @@
 // runtime/src/graph/topo.cc - Topology: building and simple queries, names of NCCL's enums.
-// Paths are in topo_paths.cc, presets in topo_presets.cc, XML in topo_xml.cc.
+// Paths (compute_paths, path) are in topo_paths.cc, presets in topo_presets.cc, XML in topo_xml.cc.
 #include "graph/topo.h"
 
 #include <strings.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 namespace cclab {
 
@@ -50,6 +54,21 @@ bool path_type_from_name(const char* name, PathType* out) {
     }
   }
   return false;
+}
+
+bool write_text_file(const std::string& path, const std::string& text, std::string* error) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) {
+    if (error) *error = path + ": cannot create: " + strerror(errno);
+    return false;
+  }
+  f << text;
+  f.close();
+  if (!f) {
+    if (error) *error = path + ": write error";
+    return false;
+  }
+  return true;
 }
 
 int Topology::add_node(TopoNode node) {
@@ -115,14 +134,6 @@ int Topology::link_between(int a, int b) const {
     if (links[l].to == b) return l;
   }
   return -1;
-}
-
-const TopoPath& Topology::path(int a, int b) const {
-  if (a < 0 || b < 0 || a >= static_cast<int>(paths_.size()) ||
-      b >= static_cast<int>(paths_[a].size())) {
-    return disconnected_;
-  }
-  return paths_[a][b];
 }
 
 }  // namespace cclab

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -192,9 +193,29 @@ class Topology {
   std::string describe_paths(int machine = 0) const;
 
  private:
-  // paths_[source node] is indexed by destination node; empty rows for nodes that are not sources.
+  // Paths inside a machine are computed by compute_paths() for every GPU and NET source:
+  // paths_[source][k] is the path to the k-th node of the source's machine (local_index_[dest] == k);
+  // empty rows for nodes that are not sources. Paths that cross machines are composed on first use by
+  // path() (GPU -> exit NET -> fabric -> entry NET -> destination) and kept in cache_; a 128 x 8 GPU
+  // model would need ~10^7 precomputed paths otherwise. path() may run on several threads at once.
   std::vector<std::vector<TopoPath>> paths_;
+  std::vector<int> local_index_;  // node -> its position among the nodes of its machine
+  std::vector<int> exit_net_;     // node -> the NET node traffic from/to it crosses machines by, -1 none
+  class PathCache {               // a copy of a Topology starts with an empty cache
+   public:
+    struct Impl;
+    PathCache();
+    PathCache(const PathCache&);
+    PathCache& operator=(const PathCache&);
+    ~PathCache();
+    Impl* get() const { return impl_.get(); }
+    void reset();
+   private:
+    std::unique_ptr<Impl> impl_;
+  };
+  PathCache cache_;
   TopoPath disconnected_;
+  const TopoPath& remote_path(int a, int b) const;
 };
 
 // ---- sources ------------------------------------------------------------------------------------
@@ -212,6 +233,14 @@ std::string preset_drawing(const std::string& preset);
 // Parses "PRESET" or "PRESET:MACHINES" (CCLAB_TOPO's syntax).
 bool parse_topo_spec(const std::string& spec, std::string* preset, int* machines, std::string* error);
 
+// Turns a one-machine model (machine 0 only, e.g. as read from NCCL's XML) into `machines` copies of
+// it joined by the rail-optimised fat tree of `fabric` (its machines field is overwritten), exactly as
+// make_preset_topology does: node names get the prefix "m<i>." (an existing "m0." prefix is replaced),
+// NET port d of every machine plugs into rail d's leaf. Ends with compute_paths(). False with *error
+// when machines < 1, the fabric is invalid (oversubscription <= 0, machines_per_leaf < 1, negative
+// latencies) or *topo already has several machines or network switches.
+bool replicate_machines(Topology* topo, int machines, const FabricSpec& fabric, std::string* error);
+
 // The host backend's default when no topology is asked for: `gpus` virtual GPUs per machine (sm 80,
 // no NVLink) under one PCIe switch of one CPU, one NIC per machine, `machines` machines.
 Topology make_virtual_topology(int gpus, int machines);
@@ -227,5 +256,8 @@ bool read_topology_xml_string(const std::string& text, const std::string& name_f
                               Topology* out, std::string* error);
 bool write_topology_xml(const Topology& topo, const std::string& path, std::string* error);
 std::string topology_xml_string(const Topology& topo);
+
+// Writes `text` to `path` (created or truncated); false with *error = "PATH: what went wrong".
+bool write_text_file(const std::string& path, const std::string& text, std::string* error);
 
 }  // namespace cclab
