@@ -13,6 +13,8 @@
 #include "kernels/protocols.h"
 #include "kernels/reduce_copy.h"
 #include "kernels/ring.h"
+#include "kernels/tree.h"
+#include "kernels/trees.h"
 #include "kernels/work.h"
 
 namespace cclab {
@@ -90,6 +92,43 @@ CCLAB_HD bool run_ring_channel(Exec& exec, const CollWork& w, const RingView& ri
   if (w.proto == kProtoLL128)
     return run_ring_schedule<T, ProtoLL128, ProtoLL128>(exec, op, w, ring, channel, recv, send);
   return run_ring_schedule<T, ProtoSimpleRing, ProtoSimpleOne>(exec, op, w, ring, channel, recv, send);
+}
+
+// Chunk size (bytes) of a tree all_reduce (NCCL's calcCollChunking for Tree): one step for Simple
+// (ProtoSimple<1,1>) and LL (half of it payload), LL128 one step's payload, shrunk while there are too
+// few chunks per channel to fill the tree's pipeline (nsteps = 1 + log2(nodes) + 0.1 ppn).
+CCLAB_HD inline size_t tree_chunk_bytes(int proto, int buff_bytes, size_t bytes, int nchannels, int nnodes,
+                                        int nranks) {
+  if (proto == kProtoLL) return ProtoLL::max_chunk_bytes(buff_bytes);
+  if (proto == kProtoSimple) return ProtoSimpleOne::max_chunk_bytes(buff_bytes);
+  size_t chunk = ProtoLL128::max_chunk_bytes(buff_bytes);
+  int log2n = 0;
+  while ((2 << log2n) <= nnodes) ++log2n;
+  const double ppn = nranks / static_cast<double>(nnodes > 0 ? nnodes : 1);
+  const double nsteps = 1 + log2n + 0.1 * ppn;
+  const size_t per = static_cast<size_t>(nchannels > 0 ? nchannels : 1);
+  const size_t grain = ProtoLL128::kGrainBytes;
+  while (static_cast<double>(bytes / (per * chunk)) < nsteps * 64 / ppn && chunk > 131072) chunk /= 2;
+  while (static_cast<double>(bytes / (per * chunk)) < nsteps * 16 / ppn && chunk > 32768) chunk /= 2;
+  return chunk / grain * grain > 0 ? chunk / grain * grain : grain;
+}
+
+// Runs channel `channel` of a tree all_reduce on this rank with protocol w.proto: `tree` is this rank's
+// place in the channel's tree, `conns` that protocol's connections to its parent and children. Returns
+// false if the executor aborted.
+template <typename T, typename Exec>
+CCLAB_HD bool run_tree_channel(Exec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
+                               int channel) {
+  const RedOp<T> op(w.redop);
+  if (w.nranks == 1) {
+    const Range r = channel_range(w.count, channel, w.nchannels, ProtoSimpleRing::kGrainBytes / sizeof(T));
+    exec.reduce_copy(op, static_cast<T*>(w.recv) + r.lo, static_cast<T*>(nullptr), static_cast<const T*>(nullptr),
+                     static_cast<const T*>(w.send) + r.lo, r.size(), true, true);
+    return true;
+  }
+  if (w.proto == kProtoLL) return tree_all_reduce<T, ProtoLL>(exec, op, w, tree, conns, channel);
+  if (w.proto == kProtoLL128) return tree_all_reduce<T, ProtoLL128>(exec, op, w, tree, conns, channel);
+  return tree_all_reduce<T, ProtoSimpleOne>(exec, op, w, tree, conns, channel);
 }
 
 }  // namespace cclab

@@ -1,7 +1,9 @@
 // kernels/primitives.h - the protocol primitives (NCCL's Primitives<T, RedOp, Fan, Direct, Proto>):
 // send, recv, recvReduceSend, recvReduceCopySend, recvCopySend, copySend, recvReduceCopy. Each moves
-// one chunk between this rank's buffers and its two ring connections, one slice at a time, honouring
-// the FIFO credits.
+// one chunk between this rank's buffers and its connections, one slice at a time, honouring the FIFO
+// credits. A ring uses one connection each way; a tree (NCCL's FanAsymmetric<3,1> and <1,3>) receives
+// from up to kMaxFan peers, reducing their slices together with its input, or sends one result to up to
+// kMaxFan peers.
 //
 // The executor (Exec) supplies what waiting, posting, moving bytes and time mean:
 //   bool wait_ge(const ConnCounter*, uint64_t target, const WaitSite&)  acquire; false once aborted
@@ -25,6 +27,10 @@
 #include "kernels/step_record.h"
 
 namespace cclab {
+
+// Most peers one primitive receives from or sends to (NCCL_MAX_TREE_ARITY: two inter-node tree
+// children and one intra-node child).
+constexpr int kMaxFan = 3;
 
 // Where a wait happens, so a stuck wait can say what it waits for.
 struct WaitSite {
@@ -67,21 +73,78 @@ class PrimitivesBase {
   CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
     self()->template op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
   }
+  // Sends the output's elements [out, out + n), already final: no pre op (the tree root's broadcast).
+  CCLAB_HD void send_from_output(size_t out, size_t n) {
+    const T* saved = input_;
+    input_ = output_;
+    src_final_ = true;
+    self()->template op<false, true, true, false>(out, 0, n, false, PrimKind::kSendFromOutput);
+    src_final_ = false;
+    input_ = saved;
+  }
 
  protected:
-  CCLAB_HD PrimitivesBase(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
-                          int rank, int channel, CollKind coll, uint64_t op_count)
-      : exec_(exec), op_(op), recv_(recv), send_(send), input_(input), output_(output), rank_(rank),
-        channel_(channel), coll_(coll), op_count_(op_count) {}
+  // recv[0..nrecv-1] / send[0..nsend-1]: the connections, at most kMaxFan each (nullptr entries are
+  // skipped, so a tree leaf passes its empty child slots as they are).
+  CCLAB_HD PrimitivesBase(Exec& exec, const RedOp<T>& op, ConnInfo* const* recv, int nrecv, ConnInfo* const* send,
+                          int nsend, const T* input, T* output, int rank, int channel, CollKind coll,
+                          uint64_t op_count)
+      : exec_(exec), op_(op), input_(input), output_(output), rank_(rank), channel_(channel), coll_(coll),
+        op_count_(op_count) {
+    for (int i = 0; i < nrecv && i < kMaxFan; ++i)
+      if (recv[i]) recvs_[nrecv_++] = recv[i];
+    for (int i = 0; i < nsend && i < kMaxFan; ++i)
+      if (send[i]) sends_[nsend_++] = send[i];
+    recv_ = nrecv_ ? recvs_[0] : nullptr;
+    send_ = nsend_ ? sends_[0] : nullptr;
+  }
 
   CCLAB_HD bool coll_reduces() const {
     return coll_ == CollKind::kAllReduce || coll_ == CollKind::kReduce || coll_ == CollKind::kReduceScatter;
   }
   CCLAB_HD void abort_now() { aborted_ = true; }
 
+  // The arithmetic of one slice (or line) once its data is there: d0 = post(recv[0] op ... op
+  // recv[nr-1] op pre(in)) -- the input joins first, then each received buffer in connection order,
+  // post applied by the last step only -- and the result copied into extra[0..nextra-1]. in == nullptr:
+  // only received data (copied when nr == 1). Every executor runs this same sequence, so a rank that
+  // reduces three children's slices rounds exactly as on any other backend.
+  CCLAB_HD void combine(T* d0, T* const* extra, int nextra, const T* const* rsrc, int nr, const T* in, size_t n,
+                        bool pre, bool post) {
+    if (in != nullptr) {
+      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), nr > 0 ? rsrc[0] : static_cast<const T*>(nullptr), in, n,
+                        pre, post && nr <= 1);
+    } else if (nr > 0) {
+      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), rsrc[0], n, false,
+                        post && nr == 1);
+    }
+    for (int i = 1; i < nr; ++i)
+      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), rsrc[i], d0, n, false, post && i == nr - 1);
+    for (int j = 0; j < nextra; ++j)
+      exec_.reduce_copy(op_, extra[j], static_cast<T*>(nullptr), static_cast<const T*>(nullptr), d0, n, false, false);
+  }
+
+  // One event per peer a slice went to (or, for a receive-only step, came from).
+  // ns / nr: how many of the send / recv connections this primitive used.
+  CCLAB_HD void observe_slice(int ns, const uint64_t* send_steps, int nr, const uint64_t* recv_steps, PrimKind prim,
+                              size_t bytes, double t0) {
+    const int nrec = ns > nr ? ns : (nr > 0 ? nr : 1);
+    const double t1 = exec_.now_us();
+    for (int i = 0; i < nrec; ++i) {
+      const bool s = i < ns, r = i < nr;
+      StepRecord rec{rank_, channel_, s ? sends_[i]->peer : -1, r ? recvs_[i]->peer : -1,
+                     s ? send_steps[i] : (r ? recv_steps[i] : 0), prim, coll_, op_count_, bytes, t0, t1};
+      exec_.observe(rec);
+    }
+  }
+
   Exec& exec_;
   const RedOp<T>& op_;
-  ConnInfo* recv_;
+  ConnInfo* recvs_[kMaxFan] = {};
+  ConnInfo* sends_[kMaxFan] = {};
+  int nrecv_ = 0;
+  int nsend_ = 0;
+  ConnInfo* recv_;  // recvs_[0] / sends_[0], or nullptr
   ConnInfo* send_;
   const T* input_;
   T* output_;
@@ -90,6 +153,7 @@ class PrimitivesBase {
   CollKind coll_;
   uint64_t op_count_;
   bool aborted_ = false;
+  bool src_final_ = false;  // the source is final data (send_from_output): no pre op
 
  private:
   CCLAB_HD Derived* self() { return static_cast<Derived*>(this); }
@@ -102,6 +166,10 @@ class PrimitivesBase {
   using Base::op_;                                                                                    \
   using Base::recv_;                                                                                  \
   using Base::send_;                                                                                  \
+  using Base::recvs_;                                                                                 \
+  using Base::sends_;                                                                                 \
+  using Base::nrecv_;                                                                                 \
+  using Base::nsend_;                                                                                 \
   using Base::input_;                                                                                 \
   using Base::output_;                                                                                \
   using Base::rank_;                                                                                  \
@@ -109,6 +177,7 @@ class PrimitivesBase {
   using Base::coll_;                                                                                  \
   using Base::op_count_;                                                                              \
   using Base::aborted_;                                                                               \
+  using Base::src_final_;                                                                             \
   using Base::coll_reduces;                                                                           \
   using Base::abort_now
 
@@ -118,16 +187,21 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
   CCLAB_PRIMITIVES_STATE(Base);
 
  public:
+  // One connection each way (a ring; nullptr for none).
   CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
                       int rank, int channel, CollKind coll, uint64_t op_count)
-      : Base(exec, op, recv, send, input, output, rank, channel, coll, op_count) {
+      : Primitives(exec, op, &recv, 1, &send, 1, input, output, rank, channel, coll, op_count) {}
+  // Up to kMaxFan connections each way (a tree).
+  CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* const* recv, int nrecv, ConnInfo* const* send,
+                      int nsend, const T* input, T* output, int rank, int channel, CollKind coll, uint64_t op_count)
+      : Base(exec, op, recv, nrecv, send, nsend, input, output, rank, channel, coll, op_count) {
     // As NCCL's loadRecvConn/loadSendConn: start on a chunk boundary of this protocol. A connection's
     // step persists across operations, and one that used 1-step slices (Broadcast, Reduce) may stop
     // on an odd step; a 2-step slice starting there would run past the FIFO's last slot. Both ends
     // of a connection ran the same operations, so both round to the same step.
     constexpr uint64_t kChunkSteps = static_cast<uint64_t>(Proto::kChunkSteps);
-    if (recv_) recv_->step = (recv_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
-    if (send_) send_->step = (send_->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+    for (int i = 0; i < nrecv_; ++i) recvs_[i]->step = (recvs_[i]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+    for (int j = 0; j < nsend_; ++j) sends_[j]->step = (sends_[j]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
   }
 
  private:
@@ -142,7 +216,8 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
     constexpr size_t kGrain = Proto::kGrainBytes / sizeof(T) > 0 ? Proto::kGrainBytes / sizeof(T) : 1;
     // Forwarding data that is already reduced (RECV && !SRC) or copying (copySend) takes no pre_op;
     // a rank's own input entering a reduction does.
-    const bool pre = SRC && (RECV || coll_reduces());
+    const bool pre = SRC && !src_final_ && (RECV || coll_reduces());
+    const int nr = RECV ? nrecv_ : 0, ns = SEND ? nsend_ : 0;
     size_t slice = (nelem + kSlices - 1) / kSlices;
     slice = (slice + kGrain - 1) / kGrain * kGrain;
     size_t offset = 0;
@@ -152,55 +227,52 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
       if (n > slice) n = slice;
       const bool obs = exec_.observing();
       const double t0 = obs ? exec_.now_us() : 0.0;
-      const uint64_t send_step = SEND ? send_->step : 0;
-      const uint64_t recv_step = RECV ? recv_->step : 0;
-      if (SEND) {
-        WaitSite w{rank_, channel_, send_->peer, send_step + kStepsPerSlice, false, prim};
-        // The slots [send_step, send_step + k) are free once the receiver has consumed up to
-        // send_step + k - NCCL_STEPS.
-        const uint64_t need = send_step + kStepsPerSlice;
+      uint64_t send_step[kMaxFan] = {}, recv_step[kMaxFan] = {};
+      for (int j = 0; j < ns; ++j) {
+        ConnInfo* c = sends_[j];
+        send_step[j] = c->step;
+        WaitSite w{rank_, channel_, c->peer, send_step[j] + kStepsPerSlice, false, prim};
+        // The slots [step, step + k) are free once the receiver has consumed up to
+        // step + k - NCCL_STEPS.
+        const uint64_t need = send_step[j] + kStepsPerSlice;
         const uint64_t credit = need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0;
-        if (!exec_.wait_ge(&send_->hdr->head, credit, w)) return abort_now();
+        if (!exec_.wait_ge(&c->hdr->head, credit, w)) return abort_now();
       }
-      if (RECV) {
-        WaitSite w{rank_, channel_, recv_->peer, recv_step + kStepsPerSlice, true, prim};
-        if (!exec_.wait_ge(&recv_->hdr->tail, recv_step + kStepsPerSlice, w)) return abort_now();
+      for (int i = 0; i < nr; ++i) {
+        ConnInfo* c = recvs_[i];
+        recv_step[i] = c->step;
+        WaitSite w{rank_, channel_, c->peer, recv_step[i] + kStepsPerSlice, true, prim};
+        if (!exec_.wait_ge(&c->hdr->tail, recv_step[i] + kStepsPerSlice, w)) return abort_now();
         // The sender recorded how many bytes it put in the slice; ranks that disagree on the count
         // or the datatype show up here instead of as corrupted data.
-        const int32_t got = recv_->hdr->sizes[recv_step % kNcclSteps];
+        const int32_t got = c->hdr->sizes[recv_step[i] % kNcclSteps];
         if (got != static_cast<int32_t>(n * sizeof(T))) {
           exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got);
           return abort_now();
         }
       }
       if (n > 0) {
-        const T* a = RECV ? reinterpret_cast<const T*>(recv_->slot(recv_step)) : nullptr;
-        const T* b = SRC ? input_ + in_off + offset : nullptr;
-        T* d_out = DST ? output_ + out_off + offset : nullptr;
-        T* d_send = SEND ? reinterpret_cast<T*>(send_->slot(send_step)) : nullptr;
-        if (!SRC) {  // only received data: copy it on
-          b = a;
-          a = nullptr;
-        }
-        T* d0 = DST ? d_out : d_send;
-        T* d1 = (DST && SEND) ? d_send : nullptr;
-        exec_.reduce_copy(op_, d0, d1, a, b, n, pre, post);
+        const T* rsrc[kMaxFan] = {};
+        for (int i = 0; i < nr; ++i) rsrc[i] = reinterpret_cast<const T*>(recvs_[i]->slot(recv_step[i]));
+        T* dsts[kMaxFan + 1] = {};
+        int nd = 0;
+        if (DST) dsts[nd++] = output_ + out_off + offset;
+        for (int j = 0; j < ns; ++j) dsts[nd++] = reinterpret_cast<T*>(sends_[j]->slot(send_step[j]));
+        if (nd > 0)
+          this->combine(dsts[0], dsts + 1, nd - 1, rsrc, nr, SRC ? input_ + in_off + offset : nullptr, n, pre, post);
       }
-      if (RECV) {
-        recv_->step = recv_step + kStepsPerSlice;
-        exec_.post(&recv_->hdr->head, recv_->step);
+      for (int i = 0; i < nr; ++i) {
+        recvs_[i]->step = recv_step[i] + kStepsPerSlice;
+        exec_.post(&recvs_[i]->hdr->head, recvs_[i]->step);
       }
-      if (SEND) {
-        send_->hdr->sizes[send_step % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
-        exec_.wire(*send_, n * sizeof(T));
-        send_->step = send_step + kStepsPerSlice;
-        exec_.post(&send_->hdr->tail, send_->step);
+      for (int j = 0; j < ns; ++j) {
+        ConnInfo* c = sends_[j];
+        c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+        exec_.wire(*c, n * sizeof(T));
+        c->step = send_step[j] + kStepsPerSlice;
+        exec_.post(&c->hdr->tail, c->step);
       }
-      if (obs) {
-        StepRecord r{rank_, channel_, SEND ? send_->peer : -1, RECV ? recv_->peer : -1,
-                     SEND ? send_step : recv_step, prim, coll_, op_count_, n * sizeof(T), t0, exec_.now_us()};
-        exec_.observe(r);
-      }
+      if (obs) this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0);
       offset += n;
     }
   }

@@ -40,9 +40,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   CCLAB_PRIMITIVES_STATE(Base);
 
  public:
-  CCLAB_HD LinePrimitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input,
-                          T* output, int rank, int channel, CollKind coll, uint64_t op_count)
-      : Base(exec, op, recv, send, input, output, rank, channel, coll, op_count) {}
+  CCLAB_HD LinePrimitives(Exec& exec, const RedOp<T>& op, ConnInfo* const* recv, int nrecv, ConnInfo* const* send,
+                          int nsend, const T* input, T* output, int rank, int channel, CollKind coll,
+                          uint64_t op_count)
+      : Base(exec, op, recv, nrecv, send, nsend, input, output, rank, channel, coll, op_count) {}
 
  private:
   using Line = typename Proto::Line;
@@ -54,7 +55,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   // outgoing line (as NCCL's LLGenericOp, one line per thread per iteration).
   template <bool RECV, bool SEND, bool SRC, bool DST>
   CCLAB_HD void op(size_t in_off, size_t out_off, size_t nelem, bool post, PrimKind prim) {
-    const bool pre = SRC && (RECV || coll_reduces());
+    const bool pre = SRC && !src_final_ && (RECV || coll_reduces());
+    const int nr = RECV ? nrecv_ : 0, ns = SEND ? nsend_ : 0;
     const ConnInfo* c = SEND ? send_ : recv_;
     const int step_lines = Proto::lines_per_step(c->step_bytes);
     const size_t step_elems = static_cast<size_t>(step_lines) * kEltPerLine;
@@ -66,62 +68,64 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       const size_t nlines = (n + kEltPerLine - 1) / kEltPerLine;
       const bool obs = exec_.observing();
       const double t0 = obs ? exec_.now_us() : 0.0;
-      const uint64_t send_step = SEND ? send_->step : 0;
-      const uint64_t recv_step = RECV ? recv_->step : 0;
-      if (SEND) {
-        // NCCL's waitSend: slot send_step % NCCL_STEPS is free once the receiver has consumed
-        // send_step + 1 - NCCL_STEPS steps.
-        WaitSite w{rank_, channel_, send_->peer, send_step + 1, false, prim};
-        const uint64_t need = send_step + 1;
+      uint64_t send_step[kMaxFan] = {}, recv_step[kMaxFan] = {};
+      Line* sl[kMaxFan];
+      Line* rl[kMaxFan];
+      for (int j = 0; j < ns; ++j) {
+        ConnInfo* sc = sends_[j];
+        send_step[j] = sc->step;
+        // NCCL's waitSend: slot step % NCCL_STEPS is free once the receiver has consumed
+        // step + 1 - NCCL_STEPS steps.
+        WaitSite w{rank_, channel_, sc->peer, send_step[j] + 1, false, prim};
+        const uint64_t need = send_step[j] + 1;
         const uint64_t credit = need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0;
-        if (!exec_.wait_ge(&send_->hdr->head, credit, w)) return abort_now();
-        const bool clean = Proto::needs_clean(send_step);
-        send_->hdr->sizes[send_step % kNcclSteps] =
+        if (!exec_.wait_ge(&sc->hdr->head, credit, w)) return abort_now();
+        const bool clean = Proto::needs_clean(send_step[j]);
+        sc->hdr->sizes[send_step[j] % kNcclSteps] =
             static_cast<int32_t>((clean ? static_cast<size_t>(step_lines) : nlines) * Proto::kLineBytes);
+        sl[j] = reinterpret_cast<Line*>(sc->slot(send_step[j]));
       }
-      Line* rl = RECV ? reinterpret_cast<Line*>(recv_->slot(recv_step)) : nullptr;
-      Line* sl = SEND ? reinterpret_cast<Line*>(send_->slot(send_step)) : nullptr;
-      WaitSite rw{rank_, channel_, RECV ? recv_->peer : -1, recv_step + 1, true, prim};
-      for (size_t i = 0; i < nlines; ++i) {
-        const size_t e0 = offset + i * kEltPerLine;
-        const size_t k = n - i * kEltPerLine < kEltPerLine ? n - i * kEltPerLine : kEltPerLine;
-        T a[kEltPerLine];  // the received line's elements
-        T s[kEltPerLine];  // the outgoing line's elements
-        if (RECV) {
-          unsigned char* ab = reinterpret_cast<unsigned char*>(a);
-          const Line* line = rl + i;
+      for (int i = 0; i < nr; ++i) {
+        recv_step[i] = recvs_[i]->step;
+        rl[i] = reinterpret_cast<Line*>(recvs_[i]->slot(recv_step[i]));
+      }
+      for (size_t l = 0; l < nlines; ++l) {
+        const size_t e0 = offset + l * kEltPerLine;
+        const size_t k = n - l * kEltPerLine < kEltPerLine ? n - l * kEltPerLine : kEltPerLine;
+        T a[kMaxFan][kEltPerLine];  // the received lines' elements
+        T s[kEltPerLine];           // the outgoing lines' elements
+        const T* rsrc[kMaxFan] = {};
+        for (int i = 0; i < nr; ++i) {
+          unsigned char* ab = reinterpret_cast<unsigned char*>(a[i]);
+          const Line* line = rl[i] + l;
           Exec& ex = exec_;
-          const uint64_t step = recv_step;
+          const uint64_t step = recv_step[i];
           const size_t bytes = k * sizeof(T);
+          WaitSite rw{rank_, channel_, recvs_[i]->peer, recv_step[i] + 1, true, prim};
           if (!exec_.wait_flag([&]() { return Proto::load_line(ex, line, ab, bytes, step); }, rw))
             return abort_now();
-        }
-        const T* pa = RECV ? a : nullptr;
-        const T* pb = SRC ? input_ + in_off + e0 : nullptr;
-        if (!SRC) {  // only received data: copy it on
-          pb = pa;
-          pa = nullptr;
+          rsrc[i] = a[i];
         }
         T* d0 = DST ? output_ + out_off + e0 : s;
-        T* d1 = (DST && SEND) ? s : nullptr;
-        exec_.reduce_copy(op_, d0, d1, pa, pb, k, pre, post);
-        if (SEND) Proto::store_line(exec_, sl + i, reinterpret_cast<const unsigned char*>(s), k * sizeof(T), send_step);
+        T* extra[1] = {s};
+        this->combine(d0, extra, (DST && ns > 0) ? 1 : 0, rsrc, nr, SRC ? input_ + in_off + e0 : nullptr, k, pre,
+                      post);
+        for (int j = 0; j < ns; ++j)
+          Proto::store_line(exec_, sl[j] + l, reinterpret_cast<const unsigned char*>(s), k * sizeof(T), send_step[j]);
       }
-      if (RECV) {
-        recv_->step = recv_step + 1;
-        exec_.post(&recv_->hdr->head, recv_->step);  // the lines are read: the sender may reuse the slot
+      for (int i = 0; i < nr; ++i) {
+        recvs_[i]->step = recv_step[i] + 1;
+        exec_.post(&recvs_[i]->hdr->head, recvs_[i]->step);  // the lines are read: the sender may reuse the slot
       }
-      if (SEND) {
-        if (Proto::needs_clean(send_step))
-          for (size_t i = nlines; i < static_cast<size_t>(step_lines); ++i) Proto::clean_line(exec_, sl + i, send_step);
-        exec_.wire(*send_, n * sizeof(T));
-        send_->step = send_step + 1;
+      for (int j = 0; j < ns; ++j) {
+        ConnInfo* sc = sends_[j];
+        if (Proto::needs_clean(send_step[j]))
+          for (size_t l = nlines; l < static_cast<size_t>(step_lines); ++l)
+            Proto::clean_line(exec_, sl[j] + l, send_step[j]);
+        exec_.wire(*sc, n * sizeof(T));
+        sc->step = send_step[j] + 1;
       }
-      if (obs) {
-        StepRecord r{rank_, channel_, SEND ? send_->peer : -1, RECV ? recv_->peer : -1,
-                     SEND ? send_step : recv_step, prim, coll_, op_count_, n * sizeof(T), t0, exec_.now_us()};
-        exec_.observe(r);
-      }
+      if (obs) this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0);
       offset += n;
     }
   }
@@ -132,7 +136,11 @@ class Primitives<T, ProtoLL, Exec> : public LinePrimitives<T, ProtoLL, Exec> {
  public:
   CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
                       int rank, int channel, CollKind coll, uint64_t op_count)
-      : LinePrimitives<T, ProtoLL, Exec>(exec, op, recv, send, input, output, rank, channel, coll, op_count) {}
+      : LinePrimitives<T, ProtoLL, Exec>(exec, op, &recv, 1, &send, 1, input, output, rank, channel, coll, op_count) {}
+  CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* const* recv, int nrecv, ConnInfo* const* send,
+                      int nsend, const T* input, T* output, int rank, int channel, CollKind coll, uint64_t op_count)
+      : LinePrimitives<T, ProtoLL, Exec>(exec, op, recv, nrecv, send, nsend, input, output, rank, channel, coll,
+                                         op_count) {}
 };
 
 }  // namespace cclab

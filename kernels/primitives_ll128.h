@@ -16,7 +16,12 @@ class Primitives<T, ProtoLL128, Exec> : public LinePrimitives<T, ProtoLL128, Exe
  public:
   CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* recv, ConnInfo* send, const T* input, T* output,
                       int rank, int channel, CollKind coll, uint64_t op_count)
-      : LinePrimitives<T, ProtoLL128, Exec>(exec, op, recv, send, input, output, rank, channel, coll, op_count) {}
+      : LinePrimitives<T, ProtoLL128, Exec>(exec, op, &recv, 1, &send, 1, input, output, rank, channel, coll,
+                                            op_count) {}
+  CCLAB_HD Primitives(Exec& exec, const RedOp<T>& op, ConnInfo* const* recv, int nrecv, ConnInfo* const* send,
+                      int nsend, const T* input, T* output, int rank, int channel, CollKind coll, uint64_t op_count)
+      : LinePrimitives<T, ProtoLL128, Exec>(exec, op, recv, nrecv, send, nsend, input, output, rank, channel, coll,
+                                            op_count) {}
 };
 
 }  // namespace cclab

@@ -16,6 +16,7 @@ enum class PrimKind : int {
   kCopySend = 5,
   kRecvReduceCopy = 6,
   kLocalCopy = 7,
+  kSendFromOutput = 8,
 };
 
 // Collective kinds; values equal cclabColl_t in cclab/cclab.h.

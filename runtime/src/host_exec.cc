@@ -21,6 +21,7 @@ const char* prim_name(PrimKind p) {
     case PrimKind::kCopySend: return "copySend";
     case PrimKind::kRecvReduceCopy: return "recvReduceCopy";
     case PrimKind::kLocalCopy: return "localCopy";
+    case PrimKind::kSendFromOutput: return "sendFromOutput";
   }
   return "?";
 }

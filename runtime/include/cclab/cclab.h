@@ -70,7 +70,8 @@ typedef enum {
   cclabPrimCopySend = 5,
   cclabPrimRecvReduceCopy = 6,
   cclabPrimLocalCopy = 7,
-  cclabPrimNumKinds = 8
+  cclabPrimSendFromOutput = 8, /* the tree root sends its final result down */
+  cclabPrimNumKinds = 9
 } cclabPrim_t;
 
 typedef enum {
@@ -108,6 +109,10 @@ ncclResult_t cclabCommSetObserver(ncclComm_t comm, cclabObserverFn fn, void* use
 ncclResult_t cclabCommChannels(ncclComm_t comm, int* nChannels);
 /* The ring order of a channel: ranks[i] is the i-th rank on the ring, starting at rank 0. */
 ncclResult_t cclabCommRing(ncclComm_t comm, int channel, int* ranks);
+/* This rank's place in the tree a channel runs for tree all_reduce: *tree is 0 or 1 (which of the
+ * double binary tree's two trees), *up the parent (-1 at the root), down[0..2] the children (-1 where
+ * none; the intra-machine chain child first, as NCCL's "Trees [c] d0/d1/d2->rank->up" log). */
+ncclResult_t cclabCommTree(ncclComm_t comm, int channel, int* tree, int* up, int* down);
 
 #ifdef __cplusplus
 } /* extern "C" */
