@@ -660,10 +660,16 @@ CCLAB_ALIAS(ncclResult_t, ncclGroupStart, (void))
 extern "C" ncclResult_t ncclGroupEnd(void) { return group_end(); }
 CCLAB_ALIAS(ncclResult_t, ncclGroupEnd, (void))
 extern "C" ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* info) {
-  // The estimate needs the cost model (tuner), which is not built yet: refuse rather than guess.
   if (!info) return report_error(ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is NULL");
-  return report_error(ncclInvalidUsage, "ncclGroupSimulateEnd: this cclab build has no cost model yet; the "
-                      "estimate arrives with the tuner");
+  if (info->magic != 0x74685283 || info->size < sizeof(ncclSimInfo_t))
+    return report_error(ncclInvalidArgument,
+                        "ncclGroupSimulateEnd: simInfo was not initialised with NCCL_SIM_INFO_INITIALIZER (magic 0x%x, "
+                        "size %zu)",
+                        info->magic, info->size);
+  double us = 0;
+  ncclResult_t r = group_simulate_end(&us);
+  if (r == ncclSuccess) info->estimatedTime = static_cast<float>(us);
+  return r;
 }
 CCLAB_ALIAS(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
 
@@ -747,5 +753,19 @@ extern "C" ncclResult_t cclabCommRing(ncclComm_t comm, int channel, int* ranks) 
                         comm->nchannels);
   if (!ranks) return report_error(ncclInvalidArgument, "cclabCommRing: ranks is NULL");
   for (int i = 0; i < comm->nranks; ++i) ranks[i] = comm->channels[channel].ring[i];
+  return ncclSuccess;
+}
+
+extern "C" ncclResult_t cclabCommTree(ncclComm_t comm, int channel, int* tree, int* up, int* down) {
+  ncclResult_t r = check_comm_ready(comm, "cclabCommTree");
+  if (r != ncclSuccess) return r;
+  if (channel < 0 || channel >= comm->nchannels)
+    return report_error(ncclInvalidArgument, "cclabCommTree: channel %d out of range (%d channels)", channel,
+                        comm->nchannels);
+  if (!tree || !up || !down) return report_error(ncclInvalidArgument, "cclabCommTree: an output pointer is NULL");
+  const Channel& ch = comm->channels[channel];
+  *tree = ch.tree_index;
+  *up = ch.tree.up;
+  for (int i = 0; i < 3; ++i) down[i] = ch.tree.down[i];
   return ncclSuccess;
 }

@@ -19,6 +19,10 @@
 #include "enqueue.h"
 
 namespace cclab {
+ncclResult_t setup_topology(ncclComm_t comm);
+}
+
+namespace cclab {
 namespace {
 
 std::mutex g_live_mu;
@@ -115,9 +119,10 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();
-    return report_error(r, "rank %d could not connect to rank %d (%s %d, via %s): %s", comm->rank, peer,
-                        kind == 'p' ? "point-to-point channel" : "ring channel", c, transport_name(conn->kind),
-                        why.c_str());
+    const char* what = kind == 'p' ? "point-to-point" : kind == 'L' ? "LL" : kind == 'M' ? "LL128" : "Simple";
+    const std::string limit = comm->timeout_s > 0 ? " (CCLAB_TIMEOUT=" + std::to_string(static_cast<int>(comm->timeout_s)) + " s)" : "";
+    return report_error(r, "rank %d channel %d could not connect to rank %d (%s connection, via %s): %s%s", comm->rank,
+                        kind == 'p' ? 0 : c, peer, what, transport_name(conn->kind), why.c_str(), limit.c_str());
   }
   attach(comm, conn, peer, buff_bytes);
   if (kind == 'r' || kind == 'p')
@@ -133,8 +138,10 @@ struct SharedParams {
   int64_t min_channel_bytes;
   int ll_buff_bytes;
   int ll128_buff_bytes;
-  int64_t ll_threshold;
+  uint64_t algo_mask;   // bit coll*7+algo: NCCL_ALGO enables it
   uint32_t proto_mask;  // bit coll*3+proto: NCCL_PROTO enables it
+  uint32_t from_env;    // bit coll: NCCL_ALGO (bit coll) / NCCL_PROTO (bit 8+coll) names the collective
+  uint64_t topo_hash;   // CCLAB_TOPO, NCCL_TOPO_FILE, NCCL_GRAPH_FILE: every rank must model the same machine
 };
 
 ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
@@ -168,21 +175,29 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
                         static_cast<long long>(ll128), kNcclSteps * kLL128LineBytes);
   p->ll_buff_bytes = static_cast<int>(ll);
   p->ll128_buff_bytes = static_cast<int>(ll128);
-  p->ll_threshold = std::max<int64_t>(0, param_int("CCLAB_LL_THRESHOLD", 16 << 10));
   AlgoProtoEnable en;
   std::string err;
-  const std::string proto = param_str("NCCL_PROTO", nullptr);
-  if (parse_proto_env(proto.c_str(), &en, &err) != ncclSuccess) return report_error(ncclInvalidArgument, "%s", err.c_str());
+  const std::string algo = param_str("NCCL_ALGO", nullptr), proto = param_str("NCCL_PROTO", nullptr);
+  if (parse_algo_env(algo.empty() ? nullptr : algo.c_str(), &en, &err) != ncclSuccess)
+    return report_error(ncclInvalidArgument, "%s", err.c_str());
+  if (parse_proto_env(proto.empty() ? nullptr : proto.c_str(), &en, &err) != ncclSuccess)
+    return report_error(ncclInvalidArgument, "%s", err.c_str());
+  if (!algo.empty()) CCLAB_INFO(kLogEnv | kLogTuning, "%s", describe_algo_enable(en, algo.c_str()).c_str());
+  if (!proto.empty()) CCLAB_INFO(kLogEnv | kLogTuning, "%s", describe_proto_enable(en, proto.c_str()).c_str());
+  p->algo_mask = 0;
   p->proto_mask = 0;
-  for (int c = 0; c < 5; ++c)
-    for (int q = 0; q < kNumProtocols; ++q) {
-      // LL and LL128 only where NCCL_PROTO sets the collective's protocols, until the tuner chooses:
-      // their host paths are correct, but LL cannot check that the ranks agree on the count (no
-      // size is published with its flags) and sleeps badly when ranks outnumber cores, and NCCL too
-      // keeps LL128 off unless the hardware (or NCCL_PROTO) says so.
-      const bool on = en.proto[c][q] && (q == kProtoSimple || en.proto_from_env[c]);
-      if (on) p->proto_mask |= 1u << (c * kNumProtocols + q);
-    }
+  p->from_env = 0;
+  for (int c = 0; c < kNumColls; ++c) {
+    for (int a = 0; a < kNumAlgos; ++a)
+      if (en.algo[c][a]) p->algo_mask |= 1ull << (c * kNumAlgos + a);
+    for (int q = 0; q < kNumProtos; ++q)
+      if (en.proto[c][q]) p->proto_mask |= 1u << (c * kNumProtos + q);
+    if (en.algo_from_env[c]) p->from_env |= 1u << c;
+    if (en.proto_from_env[c]) p->from_env |= 1u << (8 + c);
+  }
+  const std::string topo = param_str("CCLAB_TOPO", nullptr) + "|" + param_str("NCCL_TOPO_FILE", nullptr) + "|" +
+                           param_str("NCCL_GRAPH_FILE", nullptr);
+  p->topo_hash = fnv1a(topo.data(), topo.size());
   return ncclSuccess;
 }
 
@@ -205,7 +220,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   std::vector<SharedParams> params(comm->nranks);
   r = read_params(comm, &params[comm->rank]);
   if (r != ncclSuccess) {
-    params[comm->rank] = SharedParams{-1, -1, -1, -1, -1, -1, 0};  // still take part, so the others learn of it
+    params[comm->rank] = SharedParams{-1, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
   }
   ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
   if (r != ncclSuccess) return r;
@@ -214,8 +229,8 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   comm->buff_bytes = 1 << 30;
   comm->min_channel_bytes = SIZE_MAX;
   comm->proto_buff_bytes[kProtoLL] = comm->proto_buff_bytes[kProtoLL128] = 1 << 30;
-  comm->ll_threshold = SIZE_MAX;
-  uint32_t proto_mask = ~0u;
+  uint64_t algo_mask = ~0ull;
+  uint32_t proto_mask = ~0u, from_env = 0;
   for (int i = 0; i < comm->nranks; ++i) {
     if (params[i].nchannels < 0)
       return report_error(ncclInvalidArgument, "rank %d rejected its parameters (see its log)", i);
@@ -224,16 +239,21 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
     comm->min_channel_bytes = std::min(comm->min_channel_bytes, static_cast<size_t>(params[i].min_channel_bytes));
     comm->proto_buff_bytes[kProtoLL] = std::min(comm->proto_buff_bytes[kProtoLL], params[i].ll_buff_bytes);
     comm->proto_buff_bytes[kProtoLL128] = std::min(comm->proto_buff_bytes[kProtoLL128], params[i].ll128_buff_bytes);
-    comm->ll_threshold = std::min(comm->ll_threshold, static_cast<size_t>(params[i].ll_threshold));
+    algo_mask &= params[i].algo_mask;
     proto_mask &= params[i].proto_mask;
+    from_env |= params[i].from_env;
+    if (params[i].topo_hash != params[0].topo_hash)
+      return report_error(ncclInvalidUsage,
+                          "rank %d and rank 0 model different machines: CCLAB_TOPO / NCCL_TOPO_FILE / NCCL_GRAPH_FILE "
+                          "must be the same on every rank",
+                          i);
   }
   comm->proto_buff_bytes[kProtoSimple] = comm->buff_bytes;
-  for (int c = 0; c < 5; ++c) {
-    bool row = false;
-    for (int q = 0; q < kNumProtocols; ++q) row |= comm->proto_enabled[c][q] = (proto_mask >> (c * kNumProtocols + q)) & 1;
-    if (!row)
-      return report_error(ncclInvalidArgument, "NCCL_PROTO leaves no protocol enabled for %s on every rank",
-                          coll_name(static_cast<CollKind>(c)));
+  for (int c = 0; c < kNumColls; ++c) {
+    for (int a = 0; a < kNumAlgos; ++a) comm->algo_proto.algo[c][a] = (algo_mask >> (c * kNumAlgos + a)) & 1;
+    for (int q = 0; q < kNumProtos; ++q) comm->algo_proto.proto[c][q] = (proto_mask >> (c * kNumProtos + q)) & 1;
+    comm->algo_proto.algo_from_env[c] = (from_env >> c) & 1;
+    comm->algo_proto.proto_from_env[c] = (from_env >> (8 + c)) & 1;
   }
   comm->timeout_s = static_cast<double>(param_int("CCLAB_TIMEOUT", 0));
   comm->exec_cfg.abort_flag = &comm->abort_flag;
@@ -242,46 +262,14 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   comm->exec_cfg.timeout_us = comm->timeout_s * 1e6;
   comm->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
 
-  // Rings: the host backend's topology is flat, so every channel uses the rank order.
-  comm->channels.resize(comm->nchannels);
-  for (int c = 0; c < comm->nchannels; ++c) {
-    Channel& ch = comm->channels[c];
-    ch.ring.resize(comm->nranks);
-    std::iota(ch.ring.begin(), ch.ring.end(), 0);
-    ch.view.resize(comm->nranks);
-    const int pos = static_cast<int>(std::find(ch.ring.begin(), ch.ring.end(), comm->rank) - ch.ring.begin());
-    for (int i = 0; i < comm->nranks; ++i) ch.view[i] = ch.ring[(pos + i) % comm->nranks];
-    if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogInit)) {
-      std::string line;
-      for (int x : ch.ring) line += " " + std::to_string(x);
-      CCLAB_INFO(kLogInit, "Channel %02d/%02d :%s", c, comm->nchannels, line.c_str());
-    }
-  }
+  // Topology, rings, trees and the cost model (comm_topo.cc).
+  r = setup_topology(comm);
+  if (r != ncclSuccess) return r;
+  // The rings' Simple connections now, so that a missing transport fails init; the other protocols
+  // and the trees connect on first use (NCCL's runtime connect).
   if (comm->nranks > 1) {
-    // Every receiver creates its side first (never blocks), then every sender attaches (waits).
-    // One FIFO per protocol that some collective may use (Simple first: it is the largest, so a
-    // small /dev/shm fails on it and the error names its size).
-    static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
-    static const int kOrder[kNumProtocols] = {kProtoSimple, kProtoLL, kProtoLL128};
-    bool used[kNumProtocols] = {false, false, false};
-    for (int c = 0; c < 5; ++c)
-      for (int q = 0; q < kNumProtocols; ++q) used[q] |= comm->proto_enabled[c][q];
-    for (int q : kOrder) {
-      if (!used[q]) continue;
-      for (int c = 0; c < comm->nchannels; ++c) {
-        Channel& ch = comm->channels[c];
-        r = connect_recv(comm, &ch.recv[q], kKind[q], c, ch.view[comm->nranks - 1], comm->proto_buff_bytes[q]);
-        if (r != ncclSuccess) return r;
-      }
-    }
-    for (int q : kOrder) {
-      if (!used[q]) continue;
-      for (int c = 0; c < comm->nchannels; ++c) {
-        Channel& ch = comm->channels[c];
-        r = connect_send(comm, &ch.send[q], kKind[q], c, ch.view[1], comm->proto_buff_bytes[q]);
-        if (r != ncclSuccess) return r;
-      }
-    }
+    r = ensure_connected(comm, AlgoKind::kRing, kProtoSimple, comm->nchannels);
+    if (r != ncclSuccess) return r;
     CCLAB_INFO(kLogInit, "Connected all rings, use ring PXN 0 GDR 0");
   }
   r = comm->bootstrap->barrier();
@@ -338,6 +326,56 @@ void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
     comm->async_error.store(r);
     comm->async_message = msg;
   }
+}
+
+ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels) {
+  if (comm->nranks == 1) return ncclSuccess;
+  static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
+  nchannels = std::min(nchannels, comm->nchannels);
+  std::atomic<int>& done = comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
+  if (done.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
+  std::lock_guard<std::mutex> lk(comm->connect_mu);
+  // Peers per channel: data comes from `from` and goes to `to`.
+  auto peers_of = [&](Channel& ch, std::vector<int>* from, std::vector<int>* to) {
+    if (algo == AlgoKind::kTree) {
+      if (ch.tree.up >= 0) {
+        from->push_back(ch.tree.up);
+        to->push_back(ch.tree.up);
+      }
+      for (int i = 0; i < ch.tree.ndown; ++i) {
+        from->push_back(ch.tree.down[i]);
+        to->push_back(ch.tree.down[i]);
+      }
+    } else {
+      from->push_back(ch.view[comm->nranks - 1]);
+      to->push_back(ch.view[1]);
+    }
+  };
+  // Every receiver creates its side first (never blocks), then every sender attaches (waits).
+  for (int c = 0; c < nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    std::vector<int> from, to;
+    peers_of(ch, &from, &to);
+    for (int peer : from) {
+      Conn& conn = ch.peers[peer].recv[proto];
+      if (conn.connected) continue;
+      ncclResult_t r = connect_recv(comm, &conn, kKind[proto], c, peer, comm->proto_buff_bytes[proto]);
+      if (r != ncclSuccess) return r;
+    }
+  }
+  for (int c = 0; c < nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    std::vector<int> from, to;
+    peers_of(ch, &from, &to);
+    for (int peer : to) {
+      Conn& conn = ch.peers[peer].send[proto];
+      if (conn.connected) continue;
+      ncclResult_t r = connect_send(comm, &conn, kKind[proto], c, peer, comm->proto_buff_bytes[proto]);
+      if (r != ncclSuccess) return r;
+    }
+  }
+  if (done.load() < nchannels) done.store(nchannels, std::memory_order_release);
+  return ncclSuccess;
 }
 
 ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {

@@ -12,7 +12,12 @@
 #include "bootstrap/bootstrap.h"
 #include "cclab/cclab.h"
 #include "host_exec.h"
+#include "graph/algo_proto.h"
+#include "graph/search.h"
+#include "graph/topo.h"
+#include "graph/tuning.h"
 #include "kernels/fifo.h"
+#include "kernels/trees.h"
 #include "kernels/work.h"
 #include "lanes.h"
 #include "stream.h"
@@ -36,11 +41,22 @@ struct Conn {
   bool connected = false;
 };
 
+// This rank's connections with one peer on one channel: one FIFO per protocol (LL, LL128, Simple)
+// and direction, as NCCL's channel->peers[peer]->send/recv[connIndex]. The ring and the tree of a
+// channel share them when they talk to the same peer.
+struct PeerConns {
+  Conn recv[kNumProtocols];  // data from the peer
+  Conn send[kNumProtocols];  // data to the peer
+};
+
 struct Channel {
   std::vector<int> ring;  // ring order starting at rank 0 (same list on every rank)
   std::vector<int> view;  // ring order starting at this rank (RingView::ranks)
-  Conn recv[kNumProtocols];  // from ring prev, one FIFO per protocol (LL, LL128, Simple) as NCCL
-  Conn send[kNumProtocols];  // to ring next
+  int tree_index = 0;     // which of the double tree's two trees this channel runs (tree_of_channel)
+  TreeLinks tree{};       // this rank's parent and children in that tree
+  std::map<int, PeerConns> peers;  // by peer rank
+  PeerConns& prev() { return peers[view[view.size() - 1]]; }
+  PeerConns& next() { return peers[view[view.size() > 1 ? 1 : 0]]; }
 };
 
 // Dynamic reduction op created by ncclRedOpCreatePreMulSum.
@@ -66,12 +82,18 @@ struct ncclComm {
   int nchannels = 1;
   int buff_bytes = 4 << 20;  // NCCL_BUFFSIZE, Simple FIFO bytes per connection
   int proto_buff_bytes[cclab::kNumProtocols] = {0, 0, 0};  // per protocol: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
-  // proto_enabled[coll][proto]: NCCL_PROTO as agreed by every rank (coll = CollKind 0..4). LL and
-  // LL128 are on only where NCCL_PROTO sets that collective's protocols (until the tuner chooses).
-  bool proto_enabled[5][cclab::kNumProtocols] = {};
-  size_t ll_threshold = 16 << 10;  // CCLAB_LL_THRESHOLD: largest collective (bytes per rank) sent with LL
   size_t min_channel_bytes = 64 << 10;  // CCLAB_MIN_CHANNEL_BYTES: smallest share of a collective per channel
   std::vector<cclab::Channel> channels;
+  // Topology, searched graphs and cost model (identical on every rank: computed from agreed inputs).
+  cclab::Topology topo;
+  cclab::TopoGraph ring_graph, tree_graph;
+  cclab::CostModel tuner;
+  cclab::AlgoProtoEnable algo_proto;  // NCCL_ALGO / NCCL_PROTO as agreed by every rank
+  int nnodes = 1;                     // machines holding ranks
+  std::vector<int> rank_node;         // machine of each rank
+  std::vector<int> rank_dev;          // GPU dev of each rank on its machine
+  std::mutex connect_mu;              // lazily connecting channels (runtime connect)
+  std::atomic<int> connected_channels[2][cclab::kNumProtocols] = {};  // [ring, tree][proto]: channels connected
   std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
   std::atomic<int> abort_flag{0};
   std::atomic<int> async_error{ncclSuccess};
@@ -103,6 +125,11 @@ ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn);
 
 // Records an asynchronous error (first one wins) and its message.
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg);
+
+// Connects, if not done yet, the connections algorithm `algo` (kRing / kTree) needs with protocol
+// `proto` on channels [0, nchannels) (NCCL's runtime connect: on first use, by every rank at the same
+// collective).
+ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels);
 
 // Connects point-to-point connections with `peer` if not done yet (both directions lazily).
 ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "base/log.h"
+#include "base/param.h"
 #include "host_kernels.h"
 #include "kernels/collectives.h"
 #include "kernels/dtypes.h"
@@ -30,17 +31,23 @@ int channels_for(ncclComm_t comm, size_t bytes) {
   return static_cast<int>(std::min<size_t>(n, static_cast<size_t>(comm->nchannels)));
 }
 
-// Protocol of a collective moving `bytes` per rank. Until the tuner (cost model) exists, a size rule:
-// up to CCLAB_LL_THRESHOLD bytes the latency protocols (LL, then LL128), above it Simple, then LL128,
-// then LL — each only if NCCL_PROTO enables it for this collective. The same on every rank, since the
-// inputs are agreed at init.
-int protocol_for(ncclComm_t comm, CollKind coll, size_t bytes) {
-  const bool* on = comm->proto_enabled[static_cast<int>(coll)];
-  static const int kSmall[] = {kProtoLL, kProtoLL128, kProtoSimple};
-  static const int kLarge[] = {kProtoSimple, kProtoLL128, kProtoLL};
-  for (int q : bytes <= comm->ll_threshold ? kSmall : kLarge)
-    if (on[q]) return q;
-  return kProtoSimple;  // unreachable: init checks every collective has a protocol
+// Algorithm and protocol of a collective of `bytes` (NCCL's nBytes): the cost model's choice among
+// the combinations NCCL_ALGO / NCCL_PROTO leave enabled (graph/tuning.h). The same on every rank,
+// since the model's inputs are agreed at init. Fails when the environment leaves nothing cclab can
+// run for this collective.
+ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
+                               double* time_us) {
+  const TunerChoice c = comm->tuner.choose(coll, bytes);
+  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree))
+    return report_error(ncclInvalidUsage,
+                        "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
+                        "runs: Ring for every collective, Tree for AllReduce)",
+                        coll_name(coll), param_str("NCCL_ALGO", "(unset)").c_str(),
+                        param_str("NCCL_PROTO", "(unset)").c_str());
+  *algo = c.algo;
+  *proto = static_cast<int>(c.proto);
+  *time_us = c.time_us;
+  return ncclSuccess;
 }
 
 const char* proto_name_of(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
@@ -93,17 +100,6 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
   return report_error(code, "%s", msg.c_str());
 }
 
-const char* coll_name(CollKind c) {
-  switch (c) {
-    case CollKind::kAllReduce: return "AllReduce";
-    case CollKind::kBroadcast: return "Broadcast";
-    case CollKind::kReduce: return "Reduce";
-    case CollKind::kAllGather: return "AllGather";
-    case CollKind::kReduceScatter: return "ReduceScatter";
-    default: return "SendRecv";
-  }
-}
-
 ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   CollWork w;
   w.coll = op.coll;
@@ -116,22 +112,59 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   const size_t total = op.count * type_size(op.type) *
                        ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
   w.nchannels = channels_for(comm, total);
-  w.proto = protocol_for(comm, op.coll, total);
-  w.chunk_bytes = ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
+  AlgoKind algo = AlgoKind::kRing;
+  double predicted_us = 0;
+  ncclResult_t res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us);
+  if (res != ncclSuccess) return res;
+  const bool tree = algo == AlgoKind::kTree;
+  w.chunk_bytes = tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
+                                          comm->nranks)
+                       : ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
   w.redop = make_redop(comm, op.op, op.type);
   w.op_count = comm->op_count++;
   CCLAB_INFO(kLogColl, "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
-             "[nranks=%d] nChannels %d protocol %s", coll_name(op.coll), static_cast<unsigned long long>(w.op_count), op.send,
-             op.recv, op.count, op.type, op.op, op.root, static_cast<void*>(comm), comm->nranks, w.nchannels, proto_name_of(w.proto));
+             "[nranks=%d] nChannels %d algorithm %s protocol %s", coll_name(op.coll),
+             static_cast<unsigned long long>(w.op_count), op.send, op.recv, op.count, op.type, op.op, op.root,
+             static_cast<void*>(comm), comm->nranks, w.nchannels, algo_name(algo), proto_name_of(w.proto));
+  CCLAB_INFO(kLogTuning, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d} predicted %.1f us",
+             coll_name(op.coll), total, algo_name(algo), proto_name_of(w.proto), w.nchannels - 1, predicted_us);
+  if (comm->nranks > 1) {
+    res = ensure_connected(comm, algo, w.proto, w.nchannels);
+    if (res != ncclSuccess) {
+      // The peers never connected (they did not call this collective, or the run was aborted): the
+      // communicator keeps the error, as for a wait that fails during the collective.
+      const std::string msg = std::string(op.fn) + ": " + last_error();
+      set_async_error(comm, res, msg);
+      return report_error(res, "%s", msg.c_str());
+    }
+  }
   HostCollFn fn = host_coll_kernel(op.type);
+  HostTreeFn tree_fn = host_tree_kernel(op.type);
   std::vector<HostExec> execs(w.nchannels, HostExec(comm->exec_cfg));
   std::vector<std::function<void()>> tasks;
   tasks.reserve(w.nchannels);
   for (int c = 0; c < w.nchannels; ++c) {
     tasks.emplace_back([&, c] {
       Channel& ch = comm->channels[c];
+      if (tree) {
+        TreeConns conns{};
+        if (ch.tree.up >= 0) {
+          PeerConns& pc = ch.peers[ch.tree.up];
+          conns.up_recv = &pc.recv[w.proto].info;
+          conns.up_send = &pc.send[w.proto].info;
+        }
+        conns.ndown = ch.tree.ndown;
+        for (int i = 0; i < ch.tree.ndown; ++i) {
+          PeerConns& pc = ch.peers[ch.tree.down[i]];
+          conns.down_recv[i] = &pc.recv[w.proto].info;
+          conns.down_send[i] = &pc.send[w.proto].info;
+        }
+        tree_fn(execs[c], w, ch.tree, conns, c);
+        return;
+      }
       RingView ring{ch.view.data(), comm->nranks};
-      fn(execs[c], w, ring, c, &ch.recv[w.proto].info, &ch.send[w.proto].info);
+      fn(execs[c], w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
+         comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
     });
   }
   comm->lanes->run(tasks);
@@ -306,6 +339,35 @@ ncclResult_t group_end() {
   if (err != ncclSuccess) return err;  // an argument error inside the group: nothing was launched
   if (ops.empty()) return ncclSuccess;
   return launch(ops);
+}
+
+ncclResult_t group_simulate_end(double* time_us) {
+  if (g_group.depth == 0)
+    return report_error(ncclInvalidUsage, "ncclGroupSimulateEnd: not inside a group (no matching ncclGroupStart)");
+  *time_us = 0;
+  if (--g_group.depth > 0) return ncclSuccess;
+  std::vector<OpDesc> ops;
+  ops.swap(g_group.ops);
+  ncclResult_t err = g_group.error;
+  g_group.error = ncclSuccess;
+  if (err != ncclSuccess) return err;
+  // As NCCL: nothing is launched; the estimate is the cost model's time of each communicator's
+  // collectives, run one after the other, and the communicators side by side (the slowest one).
+  std::map<ncclComm_t, double> per_comm;
+  for (const OpDesc& op : ops) {
+    if (op.kind != OpDesc::Kind::kColl) continue;
+    ncclComm_t comm = op.comm;
+    const size_t total = op.count * type_size(op.type) *
+                         ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
+    AlgoKind algo;
+    int proto;
+    double t = 0;
+    ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t);
+    if (r != ncclSuccess) return r;
+    per_comm[comm] += t;
+  }
+  for (auto& kv : per_comm) *time_us = std::max(*time_us, kv.second);
+  return ncclSuccess;
 }
 
 void comm_drain(ncclComm_t comm) {

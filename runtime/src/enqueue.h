@@ -28,6 +28,9 @@ ncclResult_t enqueue(const OpDesc& op);
 
 ncclResult_t group_start();
 ncclResult_t group_end();
+// ncclGroupSimulateEnd: closes the group like group_end but launches nothing; *time_us is the cost
+// model's estimate of the group's collectives.
+ncclResult_t group_simulate_end(double* time_us);
 // Depth of the calling thread's group nesting.
 int group_depth();
 // Marks the current group as failed (an argument error inside it): ncclGroupEnd will return it.

@@ -7,6 +7,8 @@
 #include "cclab/nccl.h"
 #include "host_exec.h"
 #include "kernels/p2p.h"
+#include "kernels/tree.h"
+#include "kernels/trees.h"
 #include "kernels/work.h"
 
 namespace cclab {
@@ -14,8 +16,13 @@ namespace cclab {
 using HostCollFn = bool (*)(HostExec& exec, const CollWork& w, const RingView& ring, int channel, ConnInfo* recv,
                             ConnInfo* send);
 
+using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
+                            int channel);
+
 // The ring kernel for `type` (a valid ncclDataType_t).
 HostCollFn host_coll_kernel(ncclDataType_t type);
+// The tree all_reduce kernel for `type`.
+HostTreeFn host_tree_kernel(ncclDataType_t type);
 
 // Point-to-point kernels (bytes, no datatype).
 bool host_p2p_send(HostExec& exec, const P2pWork& w, int channel, ConnInfo* send);

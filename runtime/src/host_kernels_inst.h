@@ -10,4 +10,8 @@
                         ConnInfo* recv, ConnInfo* send) {                                             \
     return run_ring_channel<T, HostExec>(exec, w, ring, channel, recv, send);                         \
   }                                                                                                   \
+  bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
+                        const TreeConns& conns, int channel) {                                        \
+    return run_tree_channel<T, HostExec>(exec, w, tree, conns, channel);                              \
+  }                                                                                                   \
   }

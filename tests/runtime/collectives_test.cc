@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -304,6 +305,15 @@ const Coll kColls[] = {Coll::kAllReduce, Coll::kBroadcast, Coll::kBcast,    Coll
 
 bool supports_in_place(Coll c) { return c != Coll::kAlltoAll && c != Coll::kSendRecv; }
 
+// CCLAB_TEST_COLLS=AllReduce,Reduce restricts the matrix to those collectives (the tree variants
+// run AllReduce only: the other collectives have no tree and their ring runs are covered already).
+bool coll_selected(Coll c) {
+  const char* env = std::getenv("CCLAB_TEST_COLLS");
+  if (env == nullptr || *env == '\0') return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find(std::string(",") + coll_name(c) + ",") != std::string::npos;
+}
+
 class SmallMatrix : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 // Every collective x datatype x op x in/out-of-place at counts 0, 1, 7 and 4099 (which spreads over
@@ -313,6 +323,7 @@ TEST_P(SmallMatrix, ByteExact) {
   Comms comms(n, nch);
   int cases = 0, failures = 0;
   for (Coll coll : kColls)
+    if (coll_selected(coll))
     for (ncclDataType_t t : kTypes)
       for (int op = 0; op < (reduces(coll) ? kNumTestOps : 1); ++op)
         for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{4099}})
@@ -342,6 +353,7 @@ TEST(LargeMatrix, ByteExact) {
   const int kCases = 40;
   for (int i = 0; i < kCases; ++i) {
     const Coll coll = kColls[i % 10];
+    if (!coll_selected(coll)) continue;
     const ncclDataType_t t = kTypes[(i * 5) % 12];
     const int op = reduces(coll) ? (i / 2) % kNumTestOps : 0;
     const int n = kRanks[i % 5], nch = kChannels[(i / 5) % 3];

@@ -1,0 +1,269 @@
+// Communicator init, second half: the machine model, the searched rings and trees, the channels built
+// from them, and the cost model the tuner uses per call. Every rank computes the same result from the
+// same inputs (the environment, checked to agree, and the all-gathered peer table), so no further
+// exchange is needed.
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "base/log.h"
+#include "base/param.h"
+#include "comm.h"
+#include "kernels/tree.h"
+
+namespace cclab {
+namespace {
+
+// Machine of every rank when no topology is given: ranks of one host share a machine, in order of
+// first appearance.
+void machines_from_hosts(ncclComm_t comm, int* nmachines, int* per_machine) {
+  std::vector<uint64_t> hosts;
+  comm->rank_node.assign(comm->nranks, 0);
+  comm->rank_dev.assign(comm->nranks, 0);
+  std::vector<int> count;
+  for (int r = 0; r < comm->nranks; ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), comm->peers[r].host_hash);
+    int m = static_cast<int>(it - hosts.begin());
+    if (it == hosts.end()) {
+      hosts.push_back(comm->peers[r].host_hash);
+      count.push_back(0);
+    }
+    comm->rank_node[r] = m;
+    comm->rank_dev[r] = count[m]++;
+  }
+  *nmachines = static_cast<int>(hosts.size());
+  *per_machine = *std::max_element(count.begin(), count.end());
+}
+
+// Loads or builds the topology named by NCCL_TOPO_FILE / CCLAB_TOPO (or the virtual default), and
+// places the ranks on its GPUs.
+ncclResult_t load_topology(ncclComm_t comm) {
+  const std::string xml = param_str("NCCL_TOPO_FILE", nullptr);
+  const std::string spec = param_str("CCLAB_TOPO", nullptr);
+  std::string err;
+  Topology& topo = comm->topo;
+  bool node_major = true;
+  if (!xml.empty()) {
+    if (!read_topology_xml(xml, &topo, &err))
+      return report_error(ncclInvalidArgument, "NCCL_TOPO_FILE: %s", err.c_str());
+  } else if (!spec.empty() && spec.compare(0, 7, "virtual") == 0) {
+    // virtual[:MACHINES]: the plain model with the ranks spread evenly over MACHINES machines (at
+    // most one per rank).
+    int machines = 1;
+    if (spec.size() > 7) {
+      char* end = nullptr;
+      const long m = spec[7] == ':' ? strtol(spec.c_str() + 8, &end, 10) : -1;
+      if (spec[7] != ':' || end == spec.c_str() + 8 || *end != '\0' || m < 1 || m > 4096)
+        return report_error(ncclInvalidArgument,
+                            "CCLAB_TOPO=%s: expected virtual or virtual:MACHINES with MACHINES in 1..4096",
+                            spec.c_str());
+      machines = std::min(static_cast<int>(m), comm->nranks);
+    }
+    const int per = (comm->nranks + machines - 1) / machines;
+    topo = make_virtual_topology(per, (comm->nranks + per - 1) / per);
+  } else if (!spec.empty()) {
+    std::string preset;
+    int machines = 1;
+    if (!parse_topo_spec(spec, &preset, &machines, &err) ||
+        !make_preset_topology(preset, machines, FabricSpec{}, &topo, &err))
+      return report_error(ncclInvalidArgument, "CCLAB_TOPO=%s: %s", spec.c_str(), err.c_str());
+  } else {
+    int machines = 1, per = 1;
+    machines_from_hosts(comm, &machines, &per);
+    topo = make_virtual_topology(per, machines);
+    node_major = false;
+  }
+  const int gpm = topo.gpus_per_machine();
+  const int capacity = gpm * topo.machines;
+  if (gpm < 1 || comm->nranks > capacity)
+    return report_error(ncclInvalidArgument,
+                        "the topology %s has %d GPUs (%d machine%s x %d) but the communicator has %d ranks; "
+                        "choose more machines (e.g. CCLAB_TOPO=%s:%d)",
+                        topo.name.c_str(), capacity, topo.machines, topo.machines == 1 ? "" : "s", gpm, comm->nranks,
+                        topo.name.c_str(), (comm->nranks + gpm - 1) / std::max(gpm, 1));
+  if (node_major) {
+    // Rank r plays GPU r % G of machine r / G, as a job launched node by node would (spread
+    // evenly for virtual:MACHINES, whose machines were sized for it).
+    comm->rank_node.resize(comm->nranks);
+    comm->rank_dev.resize(comm->nranks);
+    for (int r = 0; r < comm->nranks; ++r) {
+      comm->rank_node[r] = r / gpm;
+      comm->rank_dev[r] = r % gpm;
+    }
+  }
+  for (int r = 0; r < comm->nranks; ++r) {
+    int g = topo.gpu_node(comm->rank_node[r], comm->rank_dev[r]);
+    if (g >= 0) topo.nodes[g].rank = r;
+  }
+  std::set<int> used(comm->rank_node.begin(), comm->rank_node.end());
+  comm->nnodes = static_cast<int>(used.size());
+  if (comm->rank == 0) {
+    CCLAB_INFO(kLogGraph | kLogInit, "Topology %s: %s; %d rank%s on %d machine%s", topo.name.c_str(),
+               topo.description.c_str(), comm->nranks, comm->nranks == 1 ? "" : "s", comm->nnodes,
+               comm->nnodes == 1 ? "" : "s");
+    if (log_enabled(LogLevel::kInfo, kLogGraph)) {
+      CCLAB_INFO(kLogGraph, "%s", topo.describe_paths(0).c_str());
+    }
+    const std::string dump = param_str("NCCL_TOPO_DUMP_FILE", nullptr);
+    if (!dump.empty()) {
+      if (!write_topology_xml(topo, dump, &err))
+        return report_error(ncclSystemError, "NCCL_TOPO_DUMP_FILE: %s", err.c_str());
+      CCLAB_INFO(kLogGraph | kLogEnv, "Topology written to %s", dump.c_str());
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t search_graphs(ncclComm_t comm) {
+  std::string err;
+  TopoGraph& ring = comm->ring_graph;
+  TopoGraph& tree = comm->tree_graph;
+  ring = TopoGraph{};
+  ring.id = 0;
+  ring.pattern = GraphPattern::kRing;
+  tree = TopoGraph{};
+  tree.id = 1;
+  tree.pattern = GraphPattern::kBalancedTree;
+  if (!search_graph(comm->topo, &ring, &err)) return report_error(ncclInternalError, "ring search: %s", err.c_str());
+  // As NCCL's init: the tree graph is searched for exactly as many channels as the ring found.
+  tree.min_channels = tree.max_channels = std::max(1, ring.nchannels);
+  if (!search_graph(comm->topo, &tree, &err)) return report_error(ncclInternalError, "tree search: %s", err.c_str());
+  const std::string file = param_str("NCCL_GRAPH_FILE", nullptr);
+  if (!file.empty() && !read_graphs_xml(file, comm->topo, {&ring, &tree}, &err))
+    return report_error(ncclInvalidArgument, "NCCL_GRAPH_FILE: %s", err.c_str());
+  if (comm->rank == static_cast<int>(param_int("NCCL_GRAPH_DUMP_FILE_RANK", 0))) {
+    const std::string dump = param_str("NCCL_GRAPH_DUMP_FILE", nullptr);
+    if (!dump.empty() && !write_graphs_xml({&ring, &tree}, dump, &err))
+      return report_error(ncclSystemError, "NCCL_GRAPH_DUMP_FILE: %s", err.c_str());
+  }
+  if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogGraph)) {
+    CCLAB_INFO(kLogGraph, "Ring graph: %s", describe_graph(ring).c_str());
+    CCLAB_INFO(kLogGraph, "Tree graph: %s", describe_graph(tree).c_str());
+  }
+  return ncclSuccess;
+}
+
+// The ranks of machine m in the order of intra (a graph channel's GPU devs), skipping devs no rank plays.
+std::vector<int> machine_order(ncclComm_t comm, const std::vector<int>& intra, int m) {
+  std::vector<int> out;
+  for (int dev : intra)
+    for (int r = 0; r < comm->nranks; ++r)
+      if (comm->rank_node[r] == m && comm->rank_dev[r] == dev) out.push_back(r);
+  // Ranks on devs the graph does not list (a graph read from a file for fewer GPUs) go last.
+  for (int r = 0; r < comm->nranks; ++r)
+    if (comm->rank_node[r] == m && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  return out;
+}
+
+std::vector<int> identity_intra(int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+}  // namespace
+
+// Builds comm->channels (rings and trees) and the cost model. Called by init_body once the shared
+// parameters are agreed (comm->nchannels set).
+ncclResult_t setup_topology(ncclComm_t comm) {
+  ncclResult_t r = load_topology(comm);
+  if (r != ncclSuccess) return r;
+  r = search_graphs(comm);
+  if (r != ncclSuccess) return r;
+  const int gpm = comm->topo.gpus_per_machine();
+  std::vector<int> machines;  // machines holding ranks, in order
+  for (int x : comm->rank_node)
+    if (std::find(machines.begin(), machines.end(), x) == machines.end()) machines.push_back(x);
+  std::sort(machines.begin(), machines.end());
+
+  comm->channels.assign(comm->nchannels, Channel{});
+  for (int c = 0; c < comm->nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    // Ring: the graph's channel c (cycling when the host runs more channels than the search found),
+    // machine after machine.
+    const TopoGraph& rg = comm->ring_graph;
+    const std::vector<int> intra = rg.nchannels > 0 ? rg.intra[c % rg.nchannels] : identity_intra(gpm);
+    ch.ring.clear();
+    for (int m : machines) {
+      std::vector<int> part = machine_order(comm, intra, m);
+      ch.ring.insert(ch.ring.end(), part.begin(), part.end());
+    }
+    ch.view.resize(comm->nranks);
+    const int pos = static_cast<int>(std::find(ch.ring.begin(), ch.ring.end(), comm->rank) - ch.ring.begin());
+    for (int i = 0; i < comm->nranks; ++i) ch.view[i] = ch.ring[(pos + i) % comm->nranks];
+
+    // Tree: the double binary tree over machines (kernels/trees.h), a chain inside each machine in the
+    // tree graph's order; the chain's first rank is the machine's head.
+    const TopoGraph& tg = comm->tree_graph;
+    const std::vector<int> tintra = tg.nchannels > 0 ? tg.intra[c % tg.nchannels] : identity_intra(gpm);
+    ch.tree_index = tree_of_channel(c, comm->nchannels);
+    const int nm = static_cast<int>(machines.size());
+    const int my_m = static_cast<int>(std::find(machines.begin(), machines.end(), comm->rank_node[comm->rank]) -
+                                      machines.begin());
+    std::vector<std::vector<int>> chains(nm);
+    for (int i = 0; i < nm; ++i) chains[i] = machine_order(comm, tintra, machines[i]);
+    const std::vector<int>& chain = chains[my_m];
+    const int local = static_cast<int>(std::find(chain.begin(), chain.end(), comm->rank) - chain.begin());
+    TreeLinks& t = ch.tree;
+    t = TreeLinks{-1, {-1, -1, -1}, 0};
+    if (local > 0) t.up = chain[local - 1];
+    if (local + 1 < static_cast<int>(chain.size())) t.down[t.ndown++] = chain[local + 1];
+    if (local == 0) {
+      TreeLinks t0, t1;
+      dtree(nm, my_m, &t0, &t1);
+      const TreeLinks& nt = ch.tree_index == 0 ? t0 : t1;
+      if (nt.up >= 0) t.up = chains[nt.up][0];
+      for (int i = 0; i < nt.ndown && t.ndown < 3; ++i) t.down[t.ndown++] = chains[nt.down[i]][0];
+    }
+    if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogInit)) {
+      std::string line;
+      for (int x : ch.ring) line += " " + std::to_string(x);
+      CCLAB_INFO(kLogInit, "Channel %02d/%02d :%s", c, comm->nchannels, line.c_str());
+    }
+    if (log_enabled(LogLevel::kInfo, kLogInit)) {
+      // NCCL's format: "Trees [c] d0/d1/d2->me->up" (-1 for none).
+      CCLAB_INFO(kLogInit, "Trees [%d] %d/%d/%d->%d->%d (tree %d)", c, t.down[0], t.down[1], t.down[2], comm->rank,
+                 t.up, ch.tree_index);
+    }
+  }
+
+  // Cost model.
+  TunerInput in;
+  in.nranks = comm->nranks;
+  in.nnodes = comm->nnodes;
+  int smin = 1000, smax = 0;
+  for (int g : comm->topo.gpus()) {
+    if (comm->topo.nodes[g].rank < 0) continue;
+    smin = std::min(smin, comm->topo.nodes[g].sm);
+    smax = std::max(smax, comm->topo.nodes[g].sm);
+  }
+  in.sm_min = smin <= smax ? smin : 80;
+  in.sm_max = smin <= smax ? smax : 80;
+  std::vector<int> cpus = comm->topo.nodes_of(TopoNodeType::kCpu, 0);
+  if (!cpus.empty()) {
+    in.cpu_arch = comm->topo.nodes[cpus[0]].arch;
+    in.cpu_vendor = comm->topo.nodes[cpus[0]].vendor;
+  }
+  in.ring = &comm->ring_graph;
+  in.tree = &comm->tree_graph;
+  // The channels the modelled GPUs would run: NCCL takes the fewer of the two graphs' channels and
+  // doubles them (connect.cc), within NCCL_MIN/MAX_NCHANNELS. (The host backend runs comm->nchannels.)
+  {
+    const int g = std::max(1, std::min(comm->ring_graph.nchannels, comm->tree_graph.nchannels));
+    int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
+    int nc = std::min(64, 2 * g);
+    nc = static_cast<int>(std::max<int64_t>(std::min<int64_t>(nc, std::max<int64_t>(hi, 1)), std::max<int64_t>(lo, 1)));
+    in.ring_channels = in.tree_channels = std::min(nc, 64);
+  }
+  in.enable = comm->algo_proto;
+  // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
+  const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);
+  in.net_overhead_us = overhead_ns < 0 ? -1.0 : static_cast<double>(overhead_ns) / 1000.0;
+  std::string err;
+  if (!comm->tuner.init(in, &err)) return report_error(ncclInternalError, "tuner: %s", err.c_str());
+  if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogTuning))
+    CCLAB_INFO(kLogTuning, "%s", comm->tuner.describe().c_str());
+  return ncclSuccess;
+}
+
+}  // namespace cclab
