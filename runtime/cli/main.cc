@@ -1,6 +1,8 @@
 // runtime/cli/main.cc - `cclab`: the command-line front end of cclab. Dispatches subcommands.
 //
 //   cclab perf all_reduce -b 8 -e 128M -f 2 -g 4     nccl-tests-style benchmark (see perf_options.h)
+//   cclab topo --topo dgx-h100                       topology model, paths, rings and trees (topo_cmd.h)
+//   cclab tune --topo dgx-h100 all_reduce            NCCL's cost model over sizes (tune_cmd.h)
 //   cclab --version
 #include <cstdio>
 #include <cstring>
@@ -11,11 +13,13 @@
 #include "perf_launch.h"
 #include "perf_options.h"
 #include "perf_run.h"
+#include "topo_cmd.h"
+#include "tune_cmd.h"
 
 namespace {
 
 // Subcommands planned for later cclab issues; named so that asking for one gets a clear answer.
-constexpr const char* kPlanned[] = {"sim", "tune", "topo", "viz", "trace"};
+constexpr const char* kPlanned[] = {"sim", "viz", "trace"};
 
 void print_help() {
   std::printf(
@@ -24,7 +28,9 @@ void print_help() {
       "cclab: a reference implementation of GPU collective communication (NCCL %d.%d.%d API).\n"
       "\n"
       "Subcommands:\n"
-      "  perf COLLECTIVE [flags]   measure and check a collective, like nccl-tests (cclab perf --help)\n",
+      "  perf COLLECTIVE [flags]   measure and check a collective, like nccl-tests (cclab perf --help)\n"
+      "  topo --topo PRESET        print a topology model, its paths, rings and trees (cclab topo --help)\n"
+      "  tune --topo PRESET COLL   NCCL's predicted time and choice per size (cclab tune --help)\n",
       NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 }
 
@@ -70,6 +76,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (sub == "perf") return perf_main(argc, argv);
+  if (sub == "topo") return cclab::topo_main(std::vector<std::string>(argv + 2, argv + argc));
+  if (sub == "tune") return cclab::tune_main(std::vector<std::string>(argv + 2, argv + argc));
   for (const char* planned : kPlanned) {
     if (sub == planned) {
       std::fprintf(stderr, "cclab: subcommand '%s' is not available in this build\n", planned);
