@@ -21,9 +21,11 @@ struct CheckDeviceExec {
     __threadfence_system();  // release: the slot's data is visible before the counter
     *reinterpret_cast<volatile uint64_t*>(&c->value) = value;
   }
+  // Not inlined: one copy of the data loop per type instead of one per call site keeps nvcc's time
+  // (and this check's share of CI) small; the real CUDA executor decides its own inlining.
   template <typename T>
-  __device__ void reduce_copy(const cclab::RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre,
-                              bool post) {
+  __device__ __noinline__ void reduce_copy(const cclab::RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n,
+                                           bool pre, bool post) {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
   }
   // LL / LL128 (kernels/primitives_ll.h): flag polling and 8-byte line words. One thread per channel
@@ -60,7 +62,20 @@ __device__ void check_type(CheckDeviceExec& ex, const cclab::CollWork& w, const 
   cclab::run_ring_channel<T, CheckDeviceExec>(ex, w, ring, blockIdx.x, recv, send);
 }
 
-// The ring schedules over the LL and LL128 primitives (not yet selected by the runtime).
+// Tree all_reduce (fan-in and fan-out primitives) once per protocol: the schedule does not depend on
+// the type beyond the reduce functors the ring check already covers, and every extra instantiation
+// costs nvcc minutes.
+template <typename T, typename Proto>
+__device__ void check_tree(CheckDeviceExec& ex, const cclab::CollWork& w, cclab::ConnInfo* recv,
+                           cclab::ConnInfo* send) {
+  cclab::TreeLinks tree;
+  cclab::node_tree_with_chain(4, 2, w.rank, 0, &tree);
+  cclab::TreeConns conns{recv, send, {recv, recv, recv}, {send, send, send}, tree.ndown};
+  const cclab::RedOp<T> op(w.redop);
+  cclab::tree_all_reduce<T, Proto>(ex, op, w, tree, conns, blockIdx.x);
+}
+
+// The ring schedules over the LL and LL128 primitives, called directly.
 template <typename T, typename Proto>
 __device__ void check_line_proto(CheckDeviceExec& ex, const cclab::CollWork& w, const cclab::RingView& ring,
                                  cclab::ConnInfo* recv, cclab::ConnInfo* send) {
@@ -98,6 +113,9 @@ __global__ void cclab_nvcc_check_schedules(cclab::CollWork w, const int* ranks, 
   check_line_proto<float, cclab::ProtoLL128>(ex, w, ring, recv, send);
   check_line_proto<double, cclab::ProtoLL128>(ex, w, ring, recv, send);
   check_line_proto<cclab::bfloat16_t, cclab::ProtoLL128>(ex, w, ring, recv, send);
+  check_tree<float, cclab::ProtoSimpleOne>(ex, w, recv, send);
+  check_tree<cclab::half_t, cclab::ProtoLL>(ex, w, recv, send);
+  check_tree<cclab::bfloat16_t, cclab::ProtoLL128>(ex, w, recv, send);
   cclab::run_p2p_send(ex, p2p, 0, send);
   cclab::run_p2p_recv(ex, p2p, 0, recv);
 }
