@@ -31,7 +31,7 @@ struct CheckDeviceExec {
   // LL / LL128 (kernels/primitives_ll.h): flag polling and 8-byte line words. One thread per channel
   // here, so LL128 orders data before flag with fences; the real kernel relies on 128-byte line stores.
   template <typename Ready>
-  __device__ bool wait_flag(const Ready& ready, const cclab::WaitSite&) {
+  __device__ bool wait_flag(const Ready& ready, const cclab::WaitSite&, const cclab::ConnCounter*, uint64_t) {
     while (!ready()) {
       if (*abort_flag) return false;
     }
@@ -49,6 +49,7 @@ struct CheckDeviceExec {
     *reinterpret_cast<volatile uint64_t*>(p) = v;
   }
   __device__ void wire(const cclab::ConnInfo&, size_t) {}
+  __device__ void doorbell(cclab::ConnCounter*, uint64_t) {}  // a GPU polls the line flags
   __device__ void size_mismatch(const cclab::WaitSite&, size_t, int32_t) { *abort_flag = 1; }
   __device__ bool observing() const { return false; }
   __device__ double now_us() const { return 0.0; }

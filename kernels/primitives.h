@@ -200,7 +200,16 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
     // on an odd step; a 2-step slice starting there would run past the FIFO's last slot. Both ends
     // of a connection ran the same operations, so both round to the same step.
     constexpr uint64_t kChunkSteps = static_cast<uint64_t>(Proto::kChunkSteps);
-    for (int i = 0; i < nrecv_; ++i) recvs_[i]->step = (recvs_[i]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+    // The receiver returns the credits of the steps it skipped (NCCL's loadRecvConn: "return credits
+    // in case we rounded up"): otherwise the sender, which skipped them too, would wait for credits
+    // for slots nobody will consume, and two ranks sending to each other first deadlock.
+    for (int i = 0; i < nrecv_; ++i) {
+      const uint64_t rounded = (recvs_[i]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+      if (rounded != recvs_[i]->step) {
+        recvs_[i]->step = rounded;
+        exec.post(&recvs_[i]->hdr->head, rounded);
+      }
+    }
     for (int j = 0; j < nsend_; ++j) sends_[j]->step = (sends_[j]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
   }
 

@@ -4,7 +4,10 @@
 //
 // Differences from Simple, as in NCCL:
 //  - data travels inside the lines (Proto::store_line / load_line, proto_ll.h); the receiver polls
-//    every line's flag (Exec::wait_flag) instead of waiting for the tail counter, which stays unused;
+//    every line's flag (Exec::wait_flag) instead of waiting for the tail counter. The sender still
+//    rings a doorbell on tail (step + 1) once a step's lines are all stored: an executor that cannot
+//    afford to poll (host threads outnumbering cores) may sleep on it instead of on the flags; a GPU
+//    executor ignores it, as NCCL's LL has no such counter;
 //  - one step per call (kChunkSteps = 1): the sender waits for head credits for that step, the
 //    receiver posts head = step + 1 once it has consumed the step. A call with more elements than a
 //    step carries takes several steps (both ends compute the same count); an empty call still takes
@@ -15,8 +18,11 @@
 //    it was cleaned, as NCCL's waitSend), but the receiver cannot check it: a line's flag, not a
 //    counter, says the data is there.
 // Exec needs, beside what primitives.h lists:
-//   template <class Ready> bool wait_flag(const Ready& ready, const WaitSite&)  poll ready() until true;
-//                                                                               false once aborted
+//   template <class Ready> bool wait_flag(const Ready& ready, const WaitSite&,   poll ready() until true;
+//                                         const ConnCounter* bell, uint64_t n)  false once aborted; bell
+//                                                                               reaches n once the whole
+//                                                                               step is stored
+//   void doorbell(ConnCounter*, uint64_t value)                                 ring it (may be a no-op)
 //   uint64_t load_u64(const uint64_t*), load_u64_acquire(const uint64_t*)       8-byte atomic loads
 //   void store_u64(uint64_t*, uint64_t), store_u64_release(uint64_t*, uint64_t) 8-byte atomic stores
 // All connections of a ring must have the same step_bytes (one protocol's buffer size).
@@ -49,6 +55,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   using Line = typename Proto::Line;
   static_assert(Proto::kLinePayload % sizeof(T) == 0, "an element never straddles two lines");
   static constexpr size_t kEltPerLine = Proto::kLinePayload / sizeof(T);
+  // Lines per data loop: 32 LL lines (256 B of payload) or 8 LL128 lines (960 B).
+  static constexpr size_t kGroupLines = Proto::kLinePayload >= 64 ? 8 : 32;
 
   // RECV / SEND / SRC / DST as in primitives.h. The data is processed a line at a time: a received
   // line is unpacked into `a`, combined with the input, written to the output and/or packed into the
@@ -89,29 +97,41 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         recv_step[i] = recvs_[i]->step;
         rl[i] = reinterpret_cast<Line*>(recvs_[i]->slot(recv_step[i]));
       }
-      for (size_t l = 0; l < nlines; ++l) {
-        const size_t e0 = offset + l * kEltPerLine;
-        const size_t k = n - l * kEltPerLine < kEltPerLine ? n - l * kEltPerLine : kEltPerLine;
-        T a[kMaxFan][kEltPerLine];  // the received lines' elements
-        T s[kEltPerLine];           // the outgoing lines' elements
+      // Lines are handled kGroupLines at a time: each received line is unpacked into `a` (waiting for
+      // its flag), the group is combined with the input in one data loop, and the result is packed
+      // into each outgoing line. (On a GPU each thread takes one line of a group.)
+      for (size_t l0 = 0; l0 < nlines; l0 += kGroupLines) {
+        const size_t gl = nlines - l0 < kGroupLines ? nlines - l0 : kGroupLines;
+        const size_t e0 = offset + l0 * kEltPerLine;
+        const size_t ge = n - l0 * kEltPerLine < gl * kEltPerLine ? n - l0 * kEltPerLine : gl * kEltPerLine;
+        T a[kMaxFan][kGroupLines * kEltPerLine];  // the received lines' elements
+        T s[kGroupLines * kEltPerLine];           // the outgoing lines' elements
         const T* rsrc[kMaxFan] = {};
         for (int i = 0; i < nr; ++i) {
-          unsigned char* ab = reinterpret_cast<unsigned char*>(a[i]);
-          const Line* line = rl[i] + l;
           Exec& ex = exec_;
           const uint64_t step = recv_step[i];
-          const size_t bytes = k * sizeof(T);
           WaitSite rw{rank_, channel_, recvs_[i]->peer, recv_step[i] + 1, true, prim};
-          if (!exec_.wait_flag([&]() { return Proto::load_line(ex, line, ab, bytes, step); }, rw))
-            return abort_now();
+          for (size_t l = 0; l < gl; ++l) {
+            const size_t k = ge - l * kEltPerLine < kEltPerLine ? ge - l * kEltPerLine : kEltPerLine;
+            unsigned char* ab = reinterpret_cast<unsigned char*>(a[i] + l * kEltPerLine);
+            const Line* line = rl[i] + l0 + l;
+            const size_t bytes = k * sizeof(T);
+            if (!exec_.wait_flag([&]() { return Proto::load_line(ex, line, ab, bytes, step); }, rw,
+                                 &recvs_[i]->hdr->tail, step + 1))
+              return abort_now();
+          }
           rsrc[i] = a[i];
         }
         T* d0 = DST ? output_ + out_off + e0 : s;
         T* extra[1] = {s};
-        this->combine(d0, extra, (DST && ns > 0) ? 1 : 0, rsrc, nr, SRC ? input_ + in_off + e0 : nullptr, k, pre,
+        this->combine(d0, extra, (DST && ns > 0) ? 1 : 0, rsrc, nr, SRC ? input_ + in_off + e0 : nullptr, ge, pre,
                       post);
         for (int j = 0; j < ns; ++j)
-          Proto::store_line(exec_, sl[j] + l, reinterpret_cast<const unsigned char*>(s), k * sizeof(T), send_step[j]);
+          for (size_t l = 0; l < gl; ++l) {
+            const size_t k = ge - l * kEltPerLine < kEltPerLine ? ge - l * kEltPerLine : kEltPerLine;
+            Proto::store_line(exec_, sl[j] + l0 + l, reinterpret_cast<const unsigned char*>(s + l * kEltPerLine),
+                              k * sizeof(T), send_step[j]);
+          }
       }
       for (int i = 0; i < nr; ++i) {
         recvs_[i]->step = recv_step[i] + 1;
@@ -124,6 +144,7 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
             Proto::clean_line(exec_, sl[j] + l, send_step[j]);
         exec_.wire(*sc, n * sizeof(T));
         sc->step = send_step[j] + 1;
+        exec_.doorbell(&sc->hdr->tail, sc->step);  // every line of the step is stored
       }
       if (obs) this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0);
       offset += n;

@@ -50,18 +50,28 @@ class HostExec {
   }
   void post(ConnCounter* c, uint64_t value) { counter_post(c, value); }
 
-  // For the LL and LL128 primitives (kernels/primitives_ll.h): the flags live in the data lines, so
-  // there is no counter to sleep on. Polls ready() (which loads the line) until it returns true:
-  // spins, then yields the core, then naps briefly, checking abort and CCLAB_TIMEOUT as wait_ge does.
+  // For the LL and LL128 primitives (kernels/primitives_ll.h): the flags live in the data lines.
+  // Polls ready() (which loads the line) for CCLAB_SPIN_US, as a GPU would for the whole wait; then
+  // waits on the step's doorbell `bell` >= `target` like any counter (yield, then futex sleep,
+  // checking abort and CCLAB_TIMEOUT), since polling lines with more ranks than cores starves the
+  // sender. The sender rings the bell (release) after the step's last line, so once it is rung
+  // every flag of the step is there; the flags are still what says the data is valid.
   template <typename Ready>
-  bool wait_flag(const Ready& ready, const WaitSite& site) {
+  bool wait_flag(const Ready& ready, const WaitSite& site, const ConnCounter* bell, uint64_t target) {
     if (ready()) return true;
     const double start = cclab::now_us();
+    for (uint64_t i = 1; cclab::now_us() - start < cfg_.spin_us; ++i) {
+      if (ready()) return true;
+      if ((i & 63) == 0 && cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
+      cpu_relax();
+    }
+    if (!wait_ge(bell, target, site)) return false;
     for (uint64_t i = 0;; ++i) {
       if (ready()) return true;
       if (!poll_backoff(i, start, site)) return false;
     }
   }
+  void doorbell(ConnCounter* bell, uint64_t value) { counter_post(bell, value); }
   // 8-byte atomic loads and stores of line words. An LL {data, flag} half is one such word, so a
   // relaxed load that sees the flag also sees the data stored with it; LL128 orders its 15 data words
   // before the flag word by storing the flag with release and loading it with acquire.

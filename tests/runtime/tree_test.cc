@@ -213,3 +213,36 @@ TEST(Tree, GroupSimulateEndEstimates) {
 }
 
 }  // namespace
+
+namespace {
+
+// A ring and a tree of one channel share the connection to a peer. A tree step (1-step slices) in
+// both directions followed by a ring all_reduce (2-step slices, rounded to a 4-step chunk) must not
+// deadlock: the receiver returns the credits of the steps the rounding skips. Two ranks both send
+// first in a ring all_reduce, so without that the second call waits forever.
+TEST(Tree, RingAfterTreeOnSharedConnections) {
+  Env env{{"NCCL_PROTO", "Simple"}, {"CCLAB_TIMEOUT", "10"}};
+  const int n = 2;
+  Comms comms(n, 1);
+  ASSERT_NE(comms[0], nullptr);
+  std::vector<Recorder> rec(n);
+  for (int r = 0; r < n; ++r) NCCL_OK(cclabCommSetObserver(comms[r], Recorder::fn, &rec[r]));
+  const size_t big = 512 * 1024;
+  std::vector<std::vector<float>> buf(n, std::vector<float>(big));
+  for (size_t count : {size_t{1}, big}) {
+    for (int r = 0; r < n; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + 1));
+    run_ranks(n, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr));
+    });
+    for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][count - 1], 3.0f) << "count " << count;
+  }
+  // The precondition: the tuner ran the small call as a tree and the large one as a ring.
+  bool tree_first = false, ring_second = false;
+  for (const cclabStepEvent_t& e : rec[0].events) {
+    tree_first |= e.opCount == 0 && e.prim == cclabPrimSendFromOutput;
+    ring_second |= e.opCount == 1 && e.prim == cclabPrimRecvReduceCopySend;
+  }
+  EXPECT_TRUE(tree_first && ring_second) << "the tuner no longer picks Tree then Ring here; force them another way";
+}
+
+}  // namespace
