@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +54,17 @@ inline void run_ranks(int n, const std::function<void(int)>& fn) {
   for (int r = 0; r < n; ++r) threads.emplace_back(fn, r);
   for (auto& t : threads) t.join();
 }
+
+// Collects one rank's step events (pass EventRecorder::fn and the recorder to cclabCommSetObserver).
+struct EventRecorder {
+  std::mutex mu;
+  std::vector<cclabStepEvent_t> events;
+  static void fn(const cclabStepEvent_t* e, void* self) {
+    auto* r = static_cast<EventRecorder*>(self);
+    std::lock_guard<std::mutex> lk(r->mu);
+    r->events.push_back(*e);
+  }
+};
 
 // Seconds on a monotonic clock, for tests that bound how long something takes.
 inline double now_s() {

@@ -94,14 +94,7 @@ Expect expect_allreduce(size_t count, int rank, int channel, int nch, uint64_t s
   return x;
 }
 
-struct Recorder {
-  std::mutex mu;
-  std::vector<cclabStepEvent_t> events;
-  static void fn(const cclabStepEvent_t* e, void* self) {
-    auto* r = static_cast<Recorder*>(self);
-    std::lock_guard<std::mutex> lk(r->mu);
-    r->events.push_back(*e);
-  }
+struct Recorder : cclab_test::EventRecorder {
   // This rank's events on `channel`, in the order they were reported.
   std::vector<Event> of(int channel, uint64_t op_count) {
     std::vector<Event> v;

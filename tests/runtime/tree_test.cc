@@ -38,15 +38,7 @@ struct Env {
   }
 };
 
-struct Recorder {
-  std::mutex mu;
-  std::vector<cclabStepEvent_t> events;
-  static void fn(const cclabStepEvent_t* e, void* self) {
-    auto* r = static_cast<Recorder*>(self);
-    std::lock_guard<std::mutex> lk(r->mu);
-    r->events.push_back(*e);
-  }
-};
+using Recorder = cclab_test::EventRecorder;
 
 // 8 ranks on 4 virtual machines of 2: every channel's tree is the double binary tree over machines
 // (kernels/trees.h dtree) with the chain local 0 -> local 1 inside each machine, tree 0 on the first
