@@ -3,6 +3,9 @@
 // same inputs (the environment, checked to agree, and the all-gathered peer table), so no further
 // exchange is needed.
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 
@@ -124,10 +127,31 @@ ncclResult_t search_graphs(ncclComm_t comm) {
   tree = TopoGraph{};
   tree.id = 1;
   tree.pattern = GraphPattern::kBalancedTree;
-  if (!search_graph(comm->topo, &ring, &err)) return report_error(ncclInternalError, "ring search: %s", err.c_str());
-  // As NCCL's init: the tree graph is searched for exactly as many channels as the ring found.
-  tree.min_channels = tree.max_channels = std::max(1, ring.nchannels);
-  if (!search_graph(comm->topo, &tree, &err)) return report_error(ncclInternalError, "tree search: %s", err.c_str());
+  // Every rank of a communicator searches the same model; ranks that share a process (and later
+  // communicators on the same machine) take the result from a process-wide cache keyed by the model
+  // itself, since a search can take a few hundred milliseconds.
+  static std::mutex cache_mu;
+  static auto* cache = new std::map<std::string, std::pair<TopoGraph, TopoGraph>>;
+  const char* cross = getenv("NCCL_CROSS_NIC");
+  const std::string key = topology_xml_string(comm->topo) + "|NCCL_CROSS_NIC=" + (cross ? cross : "");
+  {
+    std::lock_guard<std::mutex> lk(cache_mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) {
+      ring = it->second.first;
+      tree = it->second.second;
+    }
+  }
+  if (ring.nchannels == 0) {
+    if (!search_graph(comm->topo, &ring, &err))
+      return report_error(ncclInternalError, "ring search: %s", err.c_str());
+    // As NCCL's init: the tree graph is searched for exactly as many channels as the ring found.
+    tree.min_channels = tree.max_channels = std::max(1, ring.nchannels);
+    if (!search_graph(comm->topo, &tree, &err))
+      return report_error(ncclInternalError, "tree search: %s", err.c_str());
+    std::lock_guard<std::mutex> lk(cache_mu);
+    cache->emplace(key, std::make_pair(ring, tree));
+  }
   const std::string file = param_str("NCCL_GRAPH_FILE", nullptr);
   if (!file.empty() && !read_graphs_xml(file, comm->topo, {&ring, &tree}, &err))
     return report_error(ncclInvalidArgument, "NCCL_GRAPH_FILE: %s", err.c_str());
