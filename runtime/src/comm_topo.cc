@@ -275,9 +275,8 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   {
     const int g = std::max(1, std::min(comm->ring_graph.nchannels, comm->tree_graph.nchannels));
     int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
-    int nc = std::min(64, 2 * g);
-    nc = static_cast<int>(std::max<int64_t>(std::min<int64_t>(nc, std::max<int64_t>(hi, 1)), std::max<int64_t>(lo, 1)));
-    in.ring_channels = in.tree_channels = std::min(nc, 64);
+    const int64_t nc = std::max<int64_t>(std::min<int64_t>(2 * g, std::max<int64_t>(hi, 1)), std::max<int64_t>(lo, 1));
+    in.ring_channels = in.tree_channels = static_cast<int>(std::min<int64_t>(nc, 64));
   }
   in.enable = comm->algo_proto;
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.

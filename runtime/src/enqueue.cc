@@ -50,6 +50,13 @@ ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, Alg
   return ncclSuccess;
 }
 
+// NCCL's nBytes of a collective: the whole buffer, which for AllGather and ReduceScatter is nranks
+// times the per-rank count. The tuner and the channel rule take this.
+size_t coll_bytes(ncclComm_t comm, const OpDesc& op) {
+  const bool per_rank = op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter;
+  return op.count * type_size(op.type) * (per_rank ? static_cast<size_t>(comm->nranks) : 1);
+}
+
 const char* proto_name_of(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
 
 bool is_float_type(ncclDataType_t t) {
@@ -109,8 +116,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   w.root = op.root;
   w.rank = comm->rank;
   w.nranks = comm->nranks;
-  const size_t total = op.count * type_size(op.type) *
-                       ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
+  const size_t total = coll_bytes(comm, op);
   w.nchannels = channels_for(comm, total);
   AlgoKind algo = AlgoKind::kRing;
   double predicted_us = 0;
@@ -357,8 +363,7 @@ ncclResult_t group_simulate_end(double* time_us) {
   for (const OpDesc& op : ops) {
     if (op.kind != OpDesc::Kind::kColl) continue;
     ncclComm_t comm = op.comm;
-    const size_t total = op.count * type_size(op.type) *
-                         ((op.coll == CollKind::kAllGather || op.coll == CollKind::kReduceScatter) ? comm->nranks : 1);
+    const size_t total = coll_bytes(comm, op);
     AlgoKind algo;
     int proto;
     double t = 0;
