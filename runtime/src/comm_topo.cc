@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "comm.h"
+#include "graph/channels.h"
 #include "kernels/tree.h"
 
 namespace cclab {
@@ -143,13 +144,8 @@ ncclResult_t search_graphs(ncclComm_t comm) {
     }
   }
   if (ring.nchannels == 0) {
-    if (!search_graph(comm->topo, &ring, &err))
-      return report_error(ncclInternalError, "ring search: %s", err.c_str());
-    // As NCCL's init: the tree graph is searched for exactly as many channels as the ring found.
-    tree.min_channels = tree.max_channels = std::max(1, ring.nchannels);
-    if (!search_graph(comm->topo, &tree, &err))
-      return report_error(ncclInternalError, "tree search: %s", err.c_str());
-    std::lock_guard<std::mutex> lk(cache_mu);
+    if (!search_ring_and_tree(comm->topo, &ring, &tree, &err))
+      return report_error(ncclInternalError, "%s", err.c_str());
     cache->emplace(key, std::make_pair(ring, tree));
   }
   const std::string file = param_str("NCCL_GRAPH_FILE", nullptr);
@@ -167,24 +163,6 @@ ncclResult_t search_graphs(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-// The ranks of machine m in the order of intra (a graph channel's GPU devs), skipping devs no rank plays.
-std::vector<int> machine_order(ncclComm_t comm, const std::vector<int>& intra, int m) {
-  std::vector<int> out;
-  for (int dev : intra)
-    for (int r = 0; r < comm->nranks; ++r)
-      if (comm->rank_node[r] == m && comm->rank_dev[r] == dev) out.push_back(r);
-  // Ranks on devs the graph does not list (a graph read from a file for fewer GPUs) go last.
-  for (int r = 0; r < comm->nranks; ++r)
-    if (comm->rank_node[r] == m && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
-  return out;
-}
-
-std::vector<int> identity_intra(int n) {
-  std::vector<int> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
 }  // namespace
 
 // Builds comm->channels (rings and trees) and the cost model. Called by init_body once the shared
@@ -194,51 +172,21 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   if (r != ncclSuccess) return r;
   r = search_graphs(comm);
   if (r != ncclSuccess) return r;
-  const int gpm = comm->topo.gpus_per_machine();
-  std::vector<int> machines;  // machines holding ranks, in order
-  for (int x : comm->rank_node)
-    if (std::find(machines.begin(), machines.end(), x) == machines.end()) machines.push_back(x);
-  std::sort(machines.begin(), machines.end());
-
+  RankPlacement place;
+  place.rank_machine = comm->rank_node;
+  place.rank_dev = comm->rank_dev;
+  const std::vector<ChannelPlan> plan =
+      plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
   comm->channels.assign(comm->nchannels, Channel{});
   for (int c = 0; c < comm->nchannels; ++c) {
     Channel& ch = comm->channels[c];
-    // Ring: the graph's channel c (cycling when the host runs more channels than the search found),
-    // machine after machine.
-    const TopoGraph& rg = comm->ring_graph;
-    const std::vector<int> intra = rg.nchannels > 0 ? rg.intra[c % rg.nchannels] : identity_intra(gpm);
-    ch.ring.clear();
-    for (int m : machines) {
-      std::vector<int> part = machine_order(comm, intra, m);
-      ch.ring.insert(ch.ring.end(), part.begin(), part.end());
-    }
+    ch.ring = plan[c].ring;
     ch.view.resize(comm->nranks);
     const int pos = static_cast<int>(std::find(ch.ring.begin(), ch.ring.end(), comm->rank) - ch.ring.begin());
     for (int i = 0; i < comm->nranks; ++i) ch.view[i] = ch.ring[(pos + i) % comm->nranks];
-
-    // Tree: the double binary tree over machines (kernels/trees.h), a chain inside each machine in the
-    // tree graph's order; the chain's first rank is the machine's head.
-    const TopoGraph& tg = comm->tree_graph;
-    const std::vector<int> tintra = tg.nchannels > 0 ? tg.intra[c % tg.nchannels] : identity_intra(gpm);
-    ch.tree_index = tree_of_channel(c, comm->nchannels);
-    const int nm = static_cast<int>(machines.size());
-    const int my_m = static_cast<int>(std::find(machines.begin(), machines.end(), comm->rank_node[comm->rank]) -
-                                      machines.begin());
-    std::vector<std::vector<int>> chains(nm);
-    for (int i = 0; i < nm; ++i) chains[i] = machine_order(comm, tintra, machines[i]);
-    const std::vector<int>& chain = chains[my_m];
-    const int local = static_cast<int>(std::find(chain.begin(), chain.end(), comm->rank) - chain.begin());
-    TreeLinks& t = ch.tree;
-    t = TreeLinks{-1, {-1, -1, -1}, 0};
-    if (local > 0) t.up = chain[local - 1];
-    if (local + 1 < static_cast<int>(chain.size())) t.down[t.ndown++] = chain[local + 1];
-    if (local == 0) {
-      TreeLinks t0, t1;
-      dtree(nm, my_m, &t0, &t1);
-      const TreeLinks& nt = ch.tree_index == 0 ? t0 : t1;
-      if (nt.up >= 0) t.up = chains[nt.up][0];
-      for (int i = 0; i < nt.ndown && t.ndown < 3; ++i) t.down[t.ndown++] = chains[nt.down[i]][0];
-    }
+    ch.tree_index = plan[c].tree_index;
+    ch.tree = plan[c].tree[comm->rank];
+    const TreeLinks& t = ch.tree;
     if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogInit)) {
       std::string line;
       for (int x : ch.ring) line += " " + std::to_string(x);
@@ -251,33 +199,12 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     }
   }
 
-  // Cost model.
-  TunerInput in;
-  in.nranks = comm->nranks;
-  in.nnodes = comm->nnodes;
-  int smin = 1000, smax = 0;
-  for (int g : comm->topo.gpus()) {
-    if (comm->topo.nodes[g].rank < 0) continue;
-    smin = std::min(smin, comm->topo.nodes[g].sm);
-    smax = std::max(smax, comm->topo.nodes[g].sm);
-  }
-  in.sm_min = smin <= smax ? smin : 80;
-  in.sm_max = smin <= smax ? smax : 80;
-  std::vector<int> cpus = comm->topo.nodes_of(TopoNodeType::kCpu, 0);
-  if (!cpus.empty()) {
-    in.cpu_arch = comm->topo.nodes[cpus[0]].arch;
-    in.cpu_vendor = comm->topo.nodes[cpus[0]].vendor;
-  }
-  in.ring = &comm->ring_graph;
-  in.tree = &comm->tree_graph;
-  // The channels the modelled GPUs would run: NCCL takes the fewer of the two graphs' channels and
-  // doubles them (connect.cc), within NCCL_MIN/MAX_NCHANNELS. (The host backend runs comm->nchannels.)
-  {
-    const int g = std::max(1, std::min(comm->ring_graph.nchannels, comm->tree_graph.nchannels));
-    int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
-    const int64_t nc = std::max<int64_t>(std::min<int64_t>(2 * g, std::max<int64_t>(hi, 1)), std::max<int64_t>(lo, 1));
-    in.ring_channels = in.tree_channels = static_cast<int>(std::min<int64_t>(nc, 64));
-  }
+  // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the
+  // host backend itself runs comm->nchannels).
+  const int modelled = modelled_channels(comm->ring_graph, comm->tree_graph,
+                                         static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
+                                         static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
+  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
   in.enable = comm->algo_proto;
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);

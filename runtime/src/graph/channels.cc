@@ -1,0 +1,140 @@
+#include "graph/channels.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/tree.h"
+
+namespace cclab {
+namespace {
+
+// The ranks of machine m in the order of intra (a graph channel's GPU devs); ranks on devs the graph
+// does not list (a graph read from a file for fewer GPUs) go last.
+std::vector<int> machine_order(const RankPlacement& p, const std::vector<int>& intra, int m) {
+  std::vector<int> out;
+  const int n = p.nranks();
+  for (int dev : intra)
+    for (int r = 0; r < n; ++r)
+      if (p.rank_machine[r] == m && p.rank_dev[r] == dev) out.push_back(r);
+  for (int r = 0; r < n; ++r)
+    if (p.rank_machine[r] == m && std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+  return out;
+}
+
+std::vector<int> identity_intra(int n) {
+  std::vector<int> v(n);
+  std::iota(v.begin(), v.end(), 0);
+  return v;
+}
+
+}  // namespace
+
+std::vector<int> RankPlacement::machines() const {
+  std::vector<int> m(rank_machine);
+  std::sort(m.begin(), m.end());
+  m.erase(std::unique(m.begin(), m.end()), m.end());
+  return m;
+}
+
+RankPlacement place_ranks(const Topology& topo, int nranks) {
+  RankPlacement p;
+  const int g = std::max(1, topo.gpus_per_machine());
+  for (int r = 0; r < nranks; ++r) {
+    p.rank_machine.push_back(r / g);
+    p.rank_dev.push_back(r % g);
+  }
+  return p;
+}
+
+std::vector<ChannelPlan> plan_channels(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
+                                       const RankPlacement& place, int nchannels) {
+  const int gpm = topo.gpus_per_machine();
+  const int n = place.nranks();
+  const std::vector<int> machines = place.machines();
+  const int nm = static_cast<int>(machines.size());
+  std::vector<ChannelPlan> out(std::max(nchannels, 0));
+  for (int c = 0; c < nchannels; ++c) {
+    ChannelPlan& ch = out[c];
+    const std::vector<int> intra = ring.nchannels > 0 ? ring.intra[c % ring.nchannels] : identity_intra(gpm);
+    for (int m : machines) {
+      std::vector<int> part = machine_order(place, intra, m);
+      ch.ring.insert(ch.ring.end(), part.begin(), part.end());
+    }
+    const std::vector<int> tintra = tree.nchannels > 0 ? tree.intra[c % tree.nchannels] : identity_intra(gpm);
+    ch.tree_index = tree_of_channel(c, nchannels);
+    std::vector<std::vector<int>> chains(nm);
+    for (int i = 0; i < nm; ++i) chains[i] = machine_order(place, tintra, machines[i]);
+    ch.tree.assign(n, TreeLinks{-1, {-1, -1, -1}, 0});
+    for (int mi = 0; mi < nm; ++mi) {
+      const std::vector<int>& chain = chains[mi];
+      TreeLinks t0, t1;
+      dtree(nm, mi, &t0, &t1);
+      const TreeLinks& nt = ch.tree_index == 0 ? t0 : t1;
+      for (size_t local = 0; local < chain.size(); ++local) {
+        TreeLinks& t = ch.tree[chain[local]];
+        if (local > 0) t.up = chain[local - 1];
+        if (local + 1 < chain.size()) t.down[t.ndown++] = chain[local + 1];
+        if (local == 0) {
+          if (nt.up >= 0) t.up = chains[nt.up][0];
+          for (int i = 0; i < nt.ndown && t.ndown < 3; ++i) t.down[t.ndown++] = chains[nt.down[i]][0];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool search_ring_and_tree(const Topology& topo, TopoGraph* ring, TopoGraph* tree, std::string* error) {
+  *ring = TopoGraph{};
+  ring->id = 0;
+  ring->pattern = GraphPattern::kRing;
+  *tree = TopoGraph{};
+  tree->id = 1;
+  tree->pattern = GraphPattern::kBalancedTree;
+  std::string err;
+  if (!search_graph(topo, ring, &err)) {
+    *error = "ring search: " + err;
+    return false;
+  }
+  // As NCCL's init: the tree graph is searched for exactly as many channels as the ring found.
+  tree->min_channels = tree->max_channels = std::max(1, ring->nchannels);
+  if (!search_graph(topo, tree, &err)) {
+    *error = "tree search: " + err;
+    return false;
+  }
+  return true;
+}
+
+int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_channels, int max_channels) {
+  // NCCL takes the fewer of the two graphs' channels and doubles them (connect.cc).
+  const int g = std::max(1, std::min(ring.nchannels, tree.nchannels));
+  const int nc = std::max(std::min(2 * g, std::max(max_channels, 1)), std::max(min_channels, 1));
+  return std::min(nc, 64);
+}
+
+TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
+                            const RankPlacement& place, int channels) {
+  TunerInput in;
+  in.nranks = place.nranks();
+  in.nnodes = static_cast<int>(place.machines().size());
+  int smin = 1000, smax = 0;
+  for (int r = 0; r < place.nranks(); ++r) {
+    const int g = topo.gpu_node(place.rank_machine[r], place.rank_dev[r]);
+    if (g < 0) continue;
+    smin = std::min(smin, topo.nodes[g].sm);
+    smax = std::max(smax, topo.nodes[g].sm);
+  }
+  in.sm_min = smin <= smax ? smin : 80;
+  in.sm_max = smin <= smax ? smax : 80;
+  std::vector<int> cpus = topo.nodes_of(TopoNodeType::kCpu, 0);
+  if (!cpus.empty()) {
+    in.cpu_arch = topo.nodes[cpus[0]].arch;
+    in.cpu_vendor = topo.nodes[cpus[0]].vendor;
+  }
+  in.ring = &ring;
+  in.tree = &tree;
+  in.ring_channels = in.tree_channels = channels > 0 ? channels : modelled_channels(ring, tree);
+  return in;
+}
+
+}  // namespace cclab
