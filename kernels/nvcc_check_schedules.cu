@@ -50,8 +50,12 @@ struct CheckDeviceExec {
   }
   __device__ void wire(const cclab::ConnInfo&, size_t) {}
   __device__ void doorbell(cclab::ConnCounter*, uint64_t) {}  // a GPU polls the line flags
-  __device__ void size_mismatch(const cclab::WaitSite&, size_t, int32_t) { *abort_flag = 1; }
+  __device__ bool size_mismatch(const cclab::WaitSite&, size_t, int32_t) {
+    *abort_flag = 1;
+    return true;
+  }
   __device__ bool observing() const { return false; }
+  __device__ bool moves_data() const { return true; }
   __device__ double now_us() const { return 0.0; }
   __device__ void observe(const cclab::StepRecord&) const {}
   volatile int* abort_flag;

@@ -7,7 +7,10 @@
 //
 // The executor (Exec) supplies what waiting, posting, moving bytes and time mean:
 //   bool wait_ge(const ConnCounter*, uint64_t target, const WaitSite&)  acquire; false once aborted
-//   void size_mismatch(const WaitSite&, size_t expected, int32_t got)   peer sent a slice of another size
+//   bool size_mismatch(const WaitSite&, size_t expected, int32_t got)   peer sent a slice of another size;
+//                                                                       true: stop (the executor recorded
+//                                                                       it), false: carry on (an executor
+//                                                                       that moves no data, e.g. counting)
 //   void post(ConnCounter*, uint64_t value)                             release
 //   void reduce_copy<T>(RedOp<T>, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post)
 //   void wire(const ConnInfo& send, size_t payload_bytes)               the slice crosses the link
@@ -255,10 +258,9 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         // The sender recorded how many bytes it put in the slice; ranks that disagree on the count
         // or the datatype show up here instead of as corrupted data.
         const int32_t got = c->hdr->sizes[recv_step[i] % kNcclSteps];
-        if (got != static_cast<int32_t>(n * sizeof(T))) {
-          exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got);
+        if (got != static_cast<int32_t>(n * sizeof(T)) &&
+            exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got))
           return abort_now();
-        }
       }
       if (n > 0) {
         const T* rsrc[kMaxFan] = {};

@@ -23,6 +23,9 @@
 //                                                                               reaches n once the whole
 //                                                                               step is stored
 //   void doorbell(ConnCounter*, uint64_t value)                                 ring it (may be a no-op)
+//   bool moves_data()                                                           false: the executor only
+//                                                                               accounts time; lines are
+//                                                                               neither packed nor read
 //   uint64_t load_u64(const uint64_t*), load_u64_acquire(const uint64_t*)       8-byte atomic loads
 //   void store_u64(uint64_t*, uint64_t), store_u64_release(uint64_t*, uint64_t) 8-byte atomic stores
 // All connections of a ring must have the same step_bytes (one protocol's buffer size).
@@ -100,7 +103,14 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       // Lines are handled kGroupLines at a time: each received line is unpacked into `a` (waiting for
       // its flag), the group is combined with the input in one data loop, and the result is packed
       // into each outgoing line. (On a GPU each thread takes one line of a group.)
-      for (size_t l0 = 0; l0 < nlines; l0 += kGroupLines) {
+      // An executor that moves no data (the simulator's timing-only mode) only needs to know the step's
+      // data loop happened: one call for the whole step instead of packing and unpacking every line.
+      const size_t group_end = exec_.moves_data() ? nlines : 0;
+      if (group_end == 0 && n > 0)
+        exec_.reduce_copy(op_, DST ? output_ + out_off + offset : static_cast<T*>(nullptr), static_cast<T*>(nullptr),
+                          static_cast<const T*>(nullptr), SRC ? input_ + in_off + offset : static_cast<const T*>(nullptr),
+                          n, false, false);
+      for (size_t l0 = 0; l0 < group_end; l0 += kGroupLines) {
         const size_t gl = nlines - l0 < kGroupLines ? nlines - l0 : kGroupLines;
         const size_t e0 = offset + l0 * kEltPerLine;
         const size_t ge = n - l0 * kEltPerLine < gl * kEltPerLine ? n - l0 * kEltPerLine : gl * kEltPerLine;

@@ -85,16 +85,18 @@ class HostExec {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
   }
   void wire(const ConnInfo&, size_t) {}
-  void size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
+  bool size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
     failure_ = WaitFailure::kSizeMismatch;
     failed_site_ = site;
     mismatch_expected_ = expected;
     mismatch_got_ = got;
+    return true;
   }
   // Describes why the executor stopped ("" when it did not).
   std::string failure_message() const;
 
   bool observing() const { return cfg_.observer != nullptr; }
+  bool moves_data() const { return true; }
   double now_us() const { return cclab::now_us(); }
   void observe(const StepRecord& r) const;
 
