@@ -1,0 +1,70 @@
+// sim/calibration.h - every constant the simulated fabric uses, in one place, each with its source.
+//
+// The platform (platform.h) turns the topology model's physical link rates into SimGrid links of
+// rate x efficiency; the executor (sim_exec.h) charges each protocol step its fixed overhead and each
+// data loop its time on one SM of the GPU. Nothing else in sim/ holds a number about hardware: change
+// a constant here and `cclab sim --calibration` prints the new table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/topo.h"
+
+namespace cclab {
+namespace sim {
+
+// One GPU generation (by compute capability), as the executor needs it.
+struct GpuModel {
+  int sm = 0;                 // compute capability x10: 70, 80, 90, 100
+  const char* name = "";      // "A100", "H100"
+  int sms = 0;                // streaming multiprocessors (one channel runs on one SM)
+  double sm_copy_gbs = 0;     // bytes/s one SM moves through a data loop (copy or reduce), GB/s
+  const char* source = "";
+};
+
+// Fraction of a link's physical rate that carries payload (packet headers, flow control, encoding).
+struct LinkEfficiency {
+  double nvlink = 1, pcie = 1, sys = 1, net = 1, loc = 1;
+  const char* nvlink_source = "";
+  const char* pcie_source = "";
+  const char* sys_source = "";
+  const char* net_source = "";
+};
+
+struct Calibration {
+  std::vector<GpuModel> gpus;       // by sm; gpu(sm) picks the closest generation not newer than sm
+  LinkEfficiency efficiency;
+  // Fixed cost of one protocol step on top of the route's latency (the sender's fence and flag
+  // store, the receiver noticing it), microseconds, per protocol (kProtoLL, kProtoLL128, kProtoSimple).
+  double step_overhead_us[3] = {0, 0, 0};
+  const char* step_overhead_source = "";
+  // Kernel launch and completion of one collective (the first step of every channel starts after it).
+  double launch_us = 0;
+  const char* launch_source = "";
+
+  const GpuModel& gpu(int sm) const;
+  // The table as text (one line per constant: value, unit, source), for `cclab sim --calibration`
+  // and docs/simulator.md.
+  std::string describe() const;
+};
+
+// The built-in calibration (calibration.cc).
+const Calibration& default_calibration();
+
+// What-if changes to a topology model before it becomes a platform (`cclab sim` flags). A value <= 0
+// (or < 0 for latency) leaves the model as it is.
+struct WhatIf {
+  double nvlink_bw = 0;        // GB/s per direction per GPU (spread over its NVLink edges by lanes)
+  double nic_bw = 0;           // GB/s per NIC port (the NIC-leaf cables and the NIC's PCIe link stay)
+  int nics_per_machine = 0;    // keep the first N NICs of every machine (GPUs re-home to NIC dev % N)
+  double link_latency_us = -1; // every link's latency
+  double oversubscription = 0; // fabric leaf down/up ratio (rebuilds the fabric)
+};
+
+// Applies `w` to `topo` (recomputing paths). False with *error naming the bad value (e.g. more NICs
+// asked than the machine has, a negative bandwidth).
+bool apply_what_if(const WhatIf& w, Topology* topo, std::string* error);
+
+}  // namespace sim
+}  // namespace cclab

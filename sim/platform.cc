@@ -1,0 +1,263 @@
+// sim/platform.cc - the SimGrid 3.32 platform of a topology model (platform.h).
+//
+// One full-routing zone ("cclab", the engine's root zone) holds a host per GPU and a link per directed
+// TopoLink; routes are declared pair by pair (add_route) from Topology::path, then the zone is sealed.
+// SimGrid's FullZone keeps an n x n table of route pointers (n = hosts of the zone: 8 MiB for 1024
+// GPUs) and one Route per declared pair, so declaring only the pairs that talk keeps a 1024-GPU
+// platform small.
+#include "sim/platform.h"
+
+#include <simgrid/s4u/Engine.hpp>
+#include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/NetZone.hpp>
+#include <xbt/log.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace cclab {
+namespace sim {
+
+namespace s4u = simgrid::s4u;
+
+void configure_engine(s4u::Engine& engine) {
+  // Logs: quiet unless CCLAB_SIM_LOG is set. CCLAB_SIM_LOG=1 keeps SimGrid's defaults; any other
+  // value is handed to xbt_log_control_set ("root.thresh:debug", "ker_network.thresh:verbose", ...).
+  const char* log = std::getenv("CCLAB_SIM_LOG");
+  if (log == nullptr || *log == '\0') {
+    xbt_log_control_set("root.thresh:critical");
+  } else if (std::strcmp(log, "1") != 0) {
+    xbt_log_control_set(log);
+  }
+  // Configuration is read when the first zone is created (it becomes the root and the models are
+  // built then); once a platform exists SimGrid refuses changes, so a second call does nothing.
+  if (engine.get_netzone_root() != nullptr) return;
+  // CM02: max-min sharing, time = latency + bytes / share, latency and bandwidth factors 1, weight-S 0
+  // (LV08, the default, multiplies latencies by 13.01 and bandwidths by 0.97 to fit TCP).
+  s4u::Engine::set_config("network/model:CM02");
+  // No cross-traffic: a flow does not also load the reverse route (which SimGrid would look up, and
+  // which may not be declared), so the two directions of a cable are independent.
+  s4u::Engine::set_config("network/crosstraffic:0");
+  // CM02 still bounds every flow by TCP-gamma / (2 x route latency), a TCP window (4 MiB by default:
+  // 4 MiB / (2 x 2 us) ~ 1 TB/s, but 26 GB/s once a route has 80 us); no window here.
+  s4u::Engine::set_config("network/TCP-gamma:1e30");
+  // Actor stacks (KiB): the schedules keep small arrays on the stack; 8 MiB each is wasteful with
+  // thousands of actors.
+  s4u::Engine::set_config("contexts/stack-size:256");
+}
+
+struct Platform::Routes {
+  std::unordered_map<int64_t, std::vector<int>> by_pair;  // a * nodes + b -> TopoLink indices
+};
+
+Platform::Platform(const Topology& topo) : topo_(topo), routes_(new Routes) {}
+Platform::~Platform() = default;
+
+namespace {
+
+double efficiency_of(const Calibration& cal, LinkType t) {
+  const LinkEfficiency& e = cal.efficiency;
+  switch (t) {
+    case LinkType::kNvl:
+    case LinkType::kC2c: return e.nvlink;
+    case LinkType::kPci: return e.pcie;
+    case LinkType::kSys: return e.sys;
+    case LinkType::kNet: return e.net;
+    case LinkType::kLoc: return e.loc;
+  }
+  return 1.0;
+}
+
+const std::vector<int>& no_route() {
+  static const std::vector<int> kEmpty;
+  return kEmpty;
+}
+
+}  // namespace
+
+bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibration& cal,
+                     std::unique_ptr<Platform>* out, std::string* error) {
+  auto fail = [&](const std::string& why) {
+    if (error) *error = why;
+    return false;
+  };
+  if (out == nullptr) return fail("Platform::build: no output");
+  if (engine.get_netzone_root() != nullptr) {
+    return fail("this SimGrid engine already has a platform (SimGrid allows one per process)");
+  }
+  const int nn = static_cast<int>(topo.nodes.size());
+  const int nl = static_cast<int>(topo.links.size());
+  int ngpu = 0;
+  for (const TopoNode& n : topo.nodes) ngpu += n.type == TopoNodeType::kGpu ? 1 : 0;
+  if (ngpu == 0) return fail("topology " + topo.name + " has no GPUs");
+  if (cal.gpus.empty()) return fail("the calibration has no GPU models");
+  for (int i = 0; i < nl; ++i) {
+    const TopoLink& l = topo.links[i];
+    if (l.from < 0 || l.from >= nn || l.to < 0 || l.to >= nn) {
+      return fail("topology " + topo.name + ": link " + std::to_string(i) + " joins nodes " +
+                  std::to_string(l.from) + " and " + std::to_string(l.to) + " of " + std::to_string(nn));
+    }
+    if (!std::isfinite(l.bw) || !std::isfinite(l.latency_us) || l.latency_us < 0) {
+      return fail("link " + topo.nodes[l.from].name + "->" + topo.nodes[l.to].name +
+                  " has a bad bandwidth or latency");
+    }
+  }
+
+  std::unique_ptr<Platform> p(new Platform(topo));
+  p->hosts_.assign(nn, nullptr);
+  p->links_.assign(nl, nullptr);
+  p->rates_.assign(nl, 0.0);
+  try {
+    p->zone_ = s4u::create_full_zone("cclab");
+    std::unordered_set<std::string> names;
+    for (int i = 0; i < nn; ++i) {
+      const TopoNode& n = topo.nodes[i];
+      if (n.type != TopoNodeType::kGpu) continue;
+      if (!names.insert(n.name).second) return fail("topology " + topo.name + ": two GPUs named " + n.name);
+      const GpuModel& g = cal.gpu(n.sm);
+      if (!(g.sm_copy_gbs > 0) || g.sms < 1) {
+        return fail("calibration: GPU model " + std::string(g.name) + " has no copy rate or SM count");
+      }
+      s4u::Host* h = p->zone_->create_host(n.name, g.sm_copy_gbs * 1e9);
+      h->set_core_count(g.sms);
+      h->seal();
+      p->hosts_[i] = h;
+    }
+    names.clear();
+    names.reserve(static_cast<size_t>(nl) * 2);
+    // NVSwitch chips of one machine act as one crossbar: a GPU's NVLinks to all of them carry a flow in
+    // parallel (the fabric sprays packets over every link), so each GPU gets one up link and one down
+    // link whose rate is the sum of its NVLinks, and every GPU<->NVS TopoLink maps onto them. (Routes
+    // through one NVSwitch node would otherwise cap a GPU pair at that chip's links: 5 of 18 on H100.)
+    std::map<std::pair<int, bool>, std::vector<int>> nvs_groups;  // (GPU node, up?) -> TopoLinks
+    for (int i = 0; i < nl; ++i) {
+      const TopoLink& l = topo.links[i];
+      const TopoNodeType ft = topo.nodes[l.from].type, tt = topo.nodes[l.to].type;
+      if (ft == TopoNodeType::kGpu && tt == TopoNodeType::kNvs) nvs_groups[{l.from, true}].push_back(i);
+      if (ft == TopoNodeType::kNvs && tt == TopoNodeType::kGpu) nvs_groups[{l.to, false}].push_back(i);
+    }
+    for (const auto& g : nvs_groups) {
+      double rate = 0, latency = 0;
+      for (int i : g.second) {
+        const TopoLink& l = topo.links[i];
+        rate += l.bw > 0 ? l.bw * 1e9 * efficiency_of(cal, l.type) : 0.0;
+        latency = std::max(latency, l.latency_us);
+      }
+      const std::string& gpu = topo.nodes[g.first.first].name;
+      const std::string name = g.first.second ? gpu + "->nvswitch" : "nvswitch->" + gpu;
+      names.insert(name);
+      s4u::Link* link = p->zone_->create_link(name, rate);
+      link->set_latency(latency * 1e-6);
+      link->set_sharing_policy(s4u::Link::SharingPolicy::SHARED);
+      link->seal();
+      for (int i : g.second) {
+        p->links_[i] = link;
+        p->rates_[i] = rate;
+      }
+    }
+    for (int i = 0; i < nl; ++i) {
+      if (p->links_[i] != nullptr) continue;
+      const TopoLink& l = topo.links[i];
+      std::string name = topo.nodes[l.from].name + "->" + topo.nodes[l.to].name;
+      if (!names.insert(name).second) {
+        name += "#" + std::to_string(i);
+        names.insert(name);
+      }
+      const double rate = l.bw > 0 ? l.bw * 1e9 * efficiency_of(cal, l.type) : 0.0;
+      s4u::Link* link = p->zone_->create_link(name, rate);
+      link->set_latency(l.latency_us * 1e-6);
+      link->set_sharing_policy(s4u::Link::SharingPolicy::SHARED);
+      link->seal();
+      p->links_[i] = link;
+      p->rates_[i] = rate;
+    }
+  } catch (const std::exception& e) {
+    return fail(std::string("SimGrid refused the platform of ") + topo.name + ": " + e.what());
+  }
+  *out = std::move(p);
+  return true;
+}
+
+s4u::Host* Platform::gpu_host(int node) const {
+  return node >= 0 && node < static_cast<int>(hosts_.size()) ? hosts_[node] : nullptr;
+}
+
+s4u::Link* Platform::link(int topo_link) const {
+  return topo_link >= 0 && topo_link < static_cast<int>(links_.size()) ? links_[topo_link] : nullptr;
+}
+
+double Platform::link_rate(int topo_link) const {
+  return topo_link >= 0 && topo_link < static_cast<int>(rates_.size()) ? rates_[topo_link] : 0.0;
+}
+
+bool Platform::add_route(int gpu_a, int gpu_b, std::string* error) {
+  auto fail = [&](const std::string& why) {
+    if (error) *error = why;
+    return false;
+  };
+  const int nn = static_cast<int>(topo_.nodes.size());
+  s4u::Host* ha = gpu_host(gpu_a);
+  s4u::Host* hb = gpu_host(gpu_b);
+  if (ha == nullptr || hb == nullptr) {
+    const int bad = ha == nullptr ? gpu_a : gpu_b;
+    return fail("add_route: node " + std::to_string(bad) +
+                (bad >= 0 && bad < nn ? " (" + topo_.nodes[bad].name + ")" : std::string()) +
+                " is not a GPU of the platform");
+  }
+  const std::string what = topo_.nodes[gpu_a].name + " -> " + topo_.nodes[gpu_b].name;
+  const int64_t key = static_cast<int64_t>(gpu_a) * nn + gpu_b;
+  if (routes_->by_pair.count(key) != 0) return true;
+  if (sealed_) return fail("add_route " + what + ": the platform is sealed (declare routes before seal())");
+  if (gpu_a == gpu_b) {  // a host's communications with itself take SimGrid's loopback
+    routes_->by_pair.emplace(key, std::vector<int>());
+    return true;
+  }
+  const TopoPath& path = topo_.path(gpu_a, gpu_b);
+  if (path.type == PathType::kDis || path.links.empty()) {
+    return fail("add_route " + what + ": the model has no path between them");
+  }
+  std::vector<s4u::LinkInRoute> hops;
+  hops.reserve(path.links.size());
+  for (int l : path.links) {
+    if (l < 0 || l >= static_cast<int>(links_.size())) {
+      return fail("add_route " + what + ": the path names link " + std::to_string(l) + " which does not exist");
+    }
+    if (!(rates_[l] > 0)) {
+      const TopoLink& k = topo_.links[l];
+      return fail("add_route " + what + ": link " + topo_.nodes[k.from].name + "->" + topo_.nodes[k.to].name +
+                  " on the path has no bandwidth (" + std::to_string(k.bw) + " GB/s)");
+    }
+    hops.emplace_back(links_[l]);
+  }
+  try {
+    zone_->add_route(ha->get_netpoint(), hb->get_netpoint(), nullptr, nullptr, hops, /*symmetrical=*/false);
+  } catch (const std::exception& e) {
+    return fail("add_route " + what + ": SimGrid refused it: " + e.what());
+  }
+  routes_->by_pair.emplace(key, path.links);
+  return true;
+}
+
+const std::vector<int>& Platform::route(int gpu_a, int gpu_b) const {
+  const int nn = static_cast<int>(topo_.nodes.size());
+  if (gpu_a < 0 || gpu_b < 0 || gpu_a >= nn || gpu_b >= nn || !routes_) return no_route();
+  auto it = routes_->by_pair.find(static_cast<int64_t>(gpu_a) * nn + gpu_b);
+  return it == routes_->by_pair.end() ? no_route() : it->second;
+}
+
+void Platform::seal() {
+  if (sealed_) return;
+  if (zone_ != nullptr) zone_->seal();
+  sealed_ = true;
+}
+
+}  // namespace sim
+}  // namespace cclab

@@ -1,0 +1,88 @@
+// sim/platform.h - the SimGrid 3.32 platform of a topology model.
+//
+// Every GPU of the model becomes a SimGrid host (one core per SM, each core as fast as one SM's data
+// loop: calibration.h), every directed TopoLink becomes its own SimGrid link (SHARED policy, rate =
+// physical bw x the link type's efficiency, the link's latency): a physical cable is two links, so
+// the two directions never share bandwidth (full duplex). One exception: the NVSwitch chips of a
+// machine form one crossbar, so a GPU's NVLinks to all of them are one SimGrid link per direction
+// ("m0.gpu0->nvswitch", "nvswitch->m0.gpu0") at their summed rate, as the NVLink fabric spreads a
+// transfer over every link of the GPU. NVSwitches, PCIe switches, CPUs, NICs and
+// fabric switches are not hosts: they are the points where links meet, and a route is the list of
+// links the model's path crosses (Topology::path: NVLink through the NVSwitch, PCIe up to the
+// common switch, across the inter-socket link, GPU -> rail NIC -> leaf -> spine -> leaf -> NIC -> GPU
+// between machines). A switch therefore never limits bandwidth beyond its ports (full bisection);
+// oversubscription is in the leaf-spine links' rates, as the model builds them.
+//
+// SimGrid's network model is CM02 without cross-traffic: bandwidth sharing is plain max-min over the
+// links a flow crosses, a flow's time is latency + bytes / share, with no TCP window or latency
+// factors (LV08's 0.97 bandwidth and 13.01 latency factors fit TCP over Ethernet, not NVLink or
+// RDMA). configure_engine() sets it; it must run before the platform is built.
+//
+// Routes are declared in a full-routing zone, only for the GPU pairs that talk (add_route), before
+// seal(): a 1024-GPU model would otherwise need 10^6 routes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/topo.h"
+#include "sim/calibration.h"
+
+namespace simgrid {
+namespace s4u {
+class Engine;
+class Host;
+class Link;
+class NetZone;
+}  // namespace s4u
+}  // namespace simgrid
+
+namespace cclab {
+namespace sim {
+
+// SimGrid configuration cclab needs (network model, no cross-traffic, quiet logs unless
+// CCLAB_SIM_LOG is set). Call once, on a fresh engine, before building a platform.
+void configure_engine(simgrid::s4u::Engine& engine);
+
+class Platform {
+ public:
+  // Builds the platform of `topo` in `engine` (which configure_engine has configured). False with
+  // *error when the model is unusable (no GPUs, a link of zero bandwidth on a route, ...).
+  static bool build(simgrid::s4u::Engine& engine, const Topology& topo, const Calibration& cal,
+                    std::unique_ptr<Platform>* out, std::string* error);
+  ~Platform();
+
+  const Topology& topology() const { return topo_; }
+  // The host of a GPU node (nullptr for a node that is not a GPU).
+  simgrid::s4u::Host* gpu_host(int node) const;
+  // The SimGrid link of a directed TopoLink.
+  simgrid::s4u::Link* link(int topo_link) const;
+  // Rate the simulator gives a directed TopoLink, bytes per second (physical x efficiency).
+  double link_rate(int topo_link) const;
+  // Directed TopoLinks the platform maps (== topology().links.size()); several may share one SimGrid
+  // link: a GPU's NVLinks to the NVSwitch chips of its machine become one up and one down link.
+  int link_count() const { return static_cast<int>(links_.size()); }
+
+  // Declares the route from GPU node a to GPU node b (the model's path); idempotent; only before
+  // seal(). False with *error when the model has no path between them.
+  bool add_route(int gpu_a, int gpu_b, std::string* error);
+  // The TopoLink indices of a declared route (empty for a == b).
+  const std::vector<int>& route(int gpu_a, int gpu_b) const;
+  void seal();
+  bool sealed() const { return sealed_; }
+
+ private:
+  explicit Platform(const Topology& topo);  // defined in platform.cc (Routes is complete there)
+  Topology topo_;
+  simgrid::s4u::NetZone* zone_ = nullptr;
+  std::vector<simgrid::s4u::Host*> hosts_;  // by node index (nullptr for non-GPU nodes)
+  std::vector<simgrid::s4u::Link*> links_;  // by TopoLink index
+  std::vector<double> rates_;               // by TopoLink index, bytes/s
+  struct Routes;
+  std::unique_ptr<Routes> routes_;
+  bool sealed_ = false;
+};
+
+}  // namespace sim
+}  // namespace cclab
