@@ -1,0 +1,129 @@
+// sim/sim.h - run cclab's own schedules and protocols on a SimGrid model of a machine or cluster.
+//
+//   SimConfig cfg;  cfg.topo = "dgx-h100";  cfg.coll = CollKind::kAllReduce;
+//   cfg.min_bytes = 8;  cfg.max_bytes = 1 << 30;  cfg.factor = 2;
+//   SimResult res;  std::string err;
+//   if (!simulate(cfg, &res, &err)) { ... err says what was wrong ... }
+//   for (const SimSizeResult& s : res.sizes) printf("%zu %.1f us %.1f GB/s\n", s.bytes, s.time_us, s.busbw);
+//
+// Every rank and channel becomes a SimGrid actor that runs the same kernels/ schedule and primitives
+// as a host thread does; each step's data crosses the model's route as a SimGrid communication of the
+// protocol's wire bytes (sim_exec.h), so contention between channels and pipelining come out of the
+// simulation. payload = true moves and reduces real bytes and verifies the results; false runs without
+// buffers (timing only). Results are deterministic: the same config gives the same times and events.
+//
+// SimGrid allows one simulation per process, so simulate() runs each config in a forked child and
+// returns its results through a pipe; the caller's process never holds SimGrid state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/algo_proto.h"
+#include "graph/topo.h"
+#include "kernels/reduce_ops.h"
+#include "kernels/step_record.h"
+#include "sim/calibration.h"
+
+namespace cclab {
+namespace sim {
+
+// Element types the simulator instantiates (timing-only runs take any type of the same size).
+enum class SimType : int { kInt8 = 0, kUint8, kInt32, kUint32, kInt64, kUint64, kFloat16, kFloat32, kFloat64,
+                           kBfloat16, kFloat8e4m3, kFloat8e5m2 };  // ncclDataType_t's values and order
+size_t sim_type_size(SimType t);
+const char* sim_type_name(SimType t);            // nccl-tests spellings: "float", "half", "bfloat16", ...
+bool sim_type_from_name(const std::string& s, SimType* out);
+
+// How finely the collective is simulated. kStep: every slice of every channel is a SimGrid
+// communication. kFlow: each connection's steps are one flow (see docs/simulator.md); for scale.
+// kAuto: kStep while the run has at most `step_limit` slices, else kFlow.
+enum class SimLevel : int { kAuto = 0, kStep = 1, kFlow = 2 };
+const char* sim_level_name(SimLevel l);
+
+struct SimConfig {
+  // Model: a preset ("dgx-h100", "dgx-a100", ... with `machines` copies) or NCCL topology XML.
+  std::string topo = "dgx-h100";
+  std::string topo_xml;          // non-empty: read this instead of the preset
+  int machines = 1;
+  FabricSpec fabric;             // oversubscription etc. for multi-machine models
+  WhatIf what_if;
+  int nranks = 0;                // 0: every GPU of the model
+
+  // What to run (nccl-tests flags).
+  CollKind coll = CollKind::kAllReduce;
+  SimType type = SimType::kFloat32;
+  RedOpKind op = RedOpKind::kSum;
+  int root = 0;
+  size_t min_bytes = 8, max_bytes = 8;
+  double factor = 2;             // sizes multiply by factor (>1), or add `increment` when > 0
+  size_t increment = 0;
+  int iters = 1, warmup = 0;     // back-to-back iterations per size (timed / untimed)
+
+  // Algorithm and protocol: NCCL_ALGO / NCCL_PROTO syntax ("" = the tuner chooses among all).
+  std::string algo, proto;
+  int min_channels = 0, max_channels = 0;  // NCCL_MIN/MAX_NCHANNELS (0 = NCCL's default)
+
+  bool payload = false;          // move and reduce real bytes, verify the results
+  SimLevel level = SimLevel::kAuto;
+  uint64_t step_limit = 2000000; // kAuto: largest run (in slices) simulated at step level
+  bool record_events = false;    // keep every step (SimResult::events)
+
+  Calibration calibration = default_calibration();
+};
+
+struct SimSizeResult {
+  size_t bytes = 0;              // NCCL's nBytes (AllGather/ReduceScatter: the whole buffer)
+  size_t count = 0;              // elements, as nccl-tests prints them
+  AlgoKind algo = AlgoKind::kRing;
+  ProtoKind proto = ProtoKind::kSimple;
+  int nchannels = 0;
+  SimLevel level = SimLevel::kStep;  // the level used
+  double time_us = 0;            // simulated time of one iteration (mean of iters)
+  double algbw = 0, busbw = 0;   // GB/s, nccl-tests' definitions
+  double predicted_us = 0;       // the tuner's estimate for the same choice
+  int64_t wrong = -1;            // payload mode: elements that differ from the expected result; -1 unchecked
+  uint64_t slices = 0;           // SimGrid communications (step level) or flows (flow level) it took
+};
+
+struct SimLinkLoad {
+  int link = -1;                 // TopoLink index
+  std::string name;              // "m0.gpu0->m0.nvs0"
+  double bytes = 0;              // wire bytes over the whole run
+  double busy_us = 0;            // time with at least one transfer on it (step level)
+};
+
+struct SimResult {
+  std::string topo_description;
+  int nranks = 0;
+  int machines = 0;
+  std::vector<SimSizeResult> sizes;
+  std::vector<StepRecord> events;  // record_events: every step, in simulated time order
+  std::vector<SimLinkLoad> links;  // links that carried traffic
+  double wall_s = 0;               // wall time the simulation took
+  double peak_rss_mib = 0;         // the simulating child's peak memory
+};
+
+// Called in the caller's process as sizes complete: (done, total).
+using SimProgress = std::function<void(int done, int total)>;
+
+// Runs `cfg`. False with *error naming what was wrong (unknown preset, bad size range, a type the
+// payload mode does not instantiate, nranks larger than the model, ...) or why the simulation failed.
+bool simulate(const SimConfig& cfg, SimResult* out, std::string* error, const SimProgress& progress = nullptr);
+
+// The same, in this process (tests of the child side; at most once per process).
+bool simulate_in_process(const SimConfig& cfg, SimResult* out, std::string* error,
+                         const SimProgress& progress = nullptr);
+
+// nccl-tests' bus bandwidth factor of a collective over n ranks (all_reduce 2(n-1)/n, ...).
+double bus_factor(CollKind coll, int nranks);
+
+// The event log of a run as text, one step per line, for golden files:
+//   "<begin_us> <end_us> r<rank> c<channel> <prim> send=<peer> recv=<peer> step=<n> bytes=<n>"
+std::string format_events(const std::vector<StepRecord>& events);
+
+}  // namespace sim
+}  // namespace cclab

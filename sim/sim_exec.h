@@ -1,0 +1,151 @@
+// sim/sim_exec.h - the simulator's executor: what the kernels/ primitives' waits, posts, data loops and
+// wires mean when SimGrid actors play the GPUs' channels.
+//
+//   primitive call            SimExec
+//   ----------------------    ----------------------------------------------------------------------
+//   reduce_copy(n elements)   payload mode: the real arithmetic (cclab::reduce_copy); always: the step's
+//                             data loop, one pass over its n x size bytes (however many sources and
+//                             destinations it combines), runs on one core (SM) of the GPU host at the
+//                             calibrated per-SM rate
+//   wire(conn, bytes)         starts a SimGrid communication of the protocol's wire bytes (Simple: the
+//                             payload; LL: 16-byte lines of 8 payload bytes; LL128: 128-byte lines of
+//                             120) from this rank's GPU to the peer's, along the model's route
+//   post(counter, v)          deferred until the step's transfers and data loop complete, then the
+//                             protocol's per-step overhead (fence + flag) passes and the counter is set;
+//                             an actor waiting on it resumes
+//   wait_ge(counter, v)       completes the previous step first (above); suspends the actor until the
+//                             counter reaches v
+//   wait_flag / doorbell      LL/LL128: the receiver waits on the step's doorbell (rung once every line
+//                             is stored, after the transfer), then (payload mode) checks the flags
+//
+// So a step costs max(transfer, data loop) + step overhead, channels are concurrent actors whose
+// transfers share links under SimGrid's max-min model, and a slow receiver holds back its sender
+// through the NCCL_STEPS credits exactly as on a GPU. Credits travel back instantly (they are 8-byte
+// stores; documented as a simplification in docs/simulator.md).
+//
+// Timing-only mode (payload = false): the FIFO headers exist (the primitives keep their step counts and
+// slice sizes in them) but no data buffer is ever touched: reduce_copy only counts bytes, line stores
+// are dropped, and a flag wait trusts the doorbell.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "kernels/fifo.h"
+#include "kernels/primitives.h"
+#include "kernels/reduce_copy.h"
+#include "kernels/step_record.h"
+#include "kernels/work.h"
+
+#include <simgrid/forward.h>
+
+namespace cclab {
+namespace sim {
+
+class World;
+
+// Why an executor stopped.
+enum class SimFailure : int { kNone = 0, kSizeMismatch = 1, kFlagMissing = 2, kAborted = 3 };
+
+class SimExec {
+ public:
+  // One executor per (rank, channel) actor and collective. `proto`: the protocol whose wire format
+  // the collective uses (kProtoLL...).
+  SimExec(World* world, int rank, int channel, int proto);
+  // The flow level's counting pass (world.h): no SimGrid call at all; every wait is satisfied at once
+  // and wire() only records the bytes and slices each connection carries.
+  struct Count {
+    double bytes = 0;
+    uint64_t slices = 0;
+  };
+  void set_counting(std::vector<Count>* per_peer) { counting_ = per_peer; }
+  // Counting pass: bytes of data loops no transfer overlapped (steps that only receive).
+  double unoverlapped_bytes() const { return unoverlapped_; }
+  ~SimExec();
+
+  bool wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site);
+  void post(ConnCounter* c, uint64_t value);
+
+  template <typename Ready>
+  bool wait_flag(const Ready& ready, const WaitSite& site, const ConnCounter* bell, uint64_t target) {
+    if (!wait_ge(bell, target, site)) return false;
+    if (!payload_ || counting_ != nullptr) return true;
+    if (ready()) return true;
+    failure_ = SimFailure::kFlagMissing;
+    site_ = site;
+    return false;
+  }
+  void doorbell(ConnCounter* c, uint64_t value) { post(c, value); }
+
+  uint64_t load_u64(const uint64_t* p) const { return payload_ ? *p : 0; }
+  uint64_t load_u64_acquire(const uint64_t* p) const { return payload_ ? *p : 0; }
+  void store_u64(uint64_t* p, uint64_t v) const {
+    if (payload_) *p = v;
+  }
+  void store_u64_release(uint64_t* p, uint64_t v) const {
+    if (payload_) *p = v;
+  }
+
+  template <typename T>
+  void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+    if (payload_ && counting_ == nullptr) cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
+    // One pass over the data, however many sources and destinations a step combines (NCCL's reduceCopy
+    // reads every source and writes every destination in one loop): the primitives' `combine` folds
+    // further sources into, and copies out of, the destination of its first call, so a call whose
+    // source is the previous call's destination adds nothing.
+    if (b == nullptr || b != last_dst_) {
+      pending_bytes_ += static_cast<double>(n * sizeof(T));
+      last_dst_ = d0;
+    }
+  }
+
+  void wire(const ConnInfo& send, size_t payload_bytes);
+  bool size_mismatch(const WaitSite& site, size_t expected, int32_t got);
+
+  bool observing() const;
+  bool moves_data() const { return payload_ && counting_ == nullptr; }
+  double now_us();  // completes the step in flight first, so a step's end time includes its transfer
+  void observe(const StepRecord& r);
+
+  // Completes whatever the current step has in flight (transfers, data loop, overhead, deferred posts).
+  void flush();
+
+  SimFailure failure() const { return failure_; }
+  const WaitSite& failed_site() const { return site_; }
+  size_t mismatch_expected() const { return mismatch_expected_; }
+  int32_t mismatch_got() const { return mismatch_got_; }
+  uint64_t transfers() const { return transfers_; }
+
+ private:
+  void apply_post(ConnCounter* c, uint64_t value);
+
+  World* world_;
+  int rank_;
+  int channel_;
+  int proto_;
+  bool payload_;
+  double pending_bytes_ = 0;                  // the current step's data loop, bytes
+  const void* last_dst_ = nullptr;            // destination of the last reduce_copy
+  std::vector<simgrid::s4u::ActivityPtr> inflight_;  // the current step's started transfers and data loop
+  bool sent_ = false;                         // the current step put data on a wire
+  std::vector<std::pair<ConnCounter*, uint64_t>> deferred_;
+  SimFailure failure_ = SimFailure::kNone;
+  WaitSite site_{};
+  size_t mismatch_expected_ = 0;
+  int32_t mismatch_got_ = 0;
+  uint64_t transfers_ = 0;
+  std::vector<Count>* counting_ = nullptr;  // by peer rank
+  double unoverlapped_ = 0;
+};
+
+// Wire bytes of `payload` bytes in protocol `proto` (NCCL's formats: LL 16-byte lines of 8 payload
+// bytes, LL128 128-byte lines of 120, Simple the payload itself).
+inline double wire_bytes(int proto, size_t payload) {
+  if (proto == kProtoLL) return static_cast<double>((payload + 7) / 8 * 16);
+  if (proto == kProtoLL128) return static_cast<double>((payload + 119) / 120 * 128);
+  return static_cast<double>(payload);
+}
+
+}  // namespace sim
+}  // namespace cclab

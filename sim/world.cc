@@ -1,0 +1,595 @@
+// sim/world.cc - one simulation: setup (model, channels, platform, routes), the executor, and the
+// collectives run as actors.
+#include "sim/world.h"
+
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "kernels/collectives.h"
+#include "kernels/dtypes.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace cclab {
+namespace sim {
+
+// ---- SimExec ------------------------------------------------------------------------------------
+
+SimExec::SimExec(World* world, int rank, int channel, int proto)
+    : world_(world), rank_(rank), channel_(channel), proto_(proto), payload_(world->payload()) {}
+
+SimExec::~SimExec() = default;
+
+void SimExec::apply_post(ConnCounter* c, uint64_t value) {
+  c->value = value;
+  CounterWait& w = world_->wait_slot(c);
+  if (w.actor != nullptr && value >= w.target) {
+    sg4::Actor* a = w.actor;
+    w.actor = nullptr;
+    a->resume();
+  }
+}
+
+void SimExec::flush() {
+  if (counting_ != nullptr) {
+    unoverlapped_ += pending_bytes_;
+    pending_bytes_ = 0;
+    last_dst_ = nullptr;
+    return;
+  }
+  if (pending_bytes_ > 0) {
+    // The step's data loop runs on one SM (one core of the GPU host), concurrently with its transfers:
+    // the SM is what stores the data into the peer's FIFO.
+    const double flops = pending_bytes_;
+    pending_bytes_ = 0;
+    last_dst_ = nullptr;
+    inflight_.push_back(sg4::this_actor::exec_async(flops));
+  }
+  for (auto& a : inflight_) a->wait();
+  inflight_.clear();
+  if (sent_) {
+    sent_ = false;
+    const double ov = world_->calibration().step_overhead_us[proto_];
+    if (ov > 0) sg4::this_actor::sleep_for(ov * 1e-6);
+  }
+  if (!deferred_.empty()) {
+    // Copy first: resuming a waiter does not run it now (actors are coroutines), but keep the loop
+    // independent of what apply_post may do to the vector.
+    std::vector<std::pair<ConnCounter*, uint64_t>> posts;
+    posts.swap(deferred_);
+    for (auto& p : posts) apply_post(p.first, p.second);
+  }
+}
+
+bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
+  if (counting_ != nullptr) {
+    flush();
+    return true;
+  }
+  flush();
+  if (failure_ != SimFailure::kNone) return false;
+  while (c->value < target) {
+    CounterWait& w = world_->wait_slot(c);
+    w.actor = sg4::Actor::self();
+    w.target = target;
+    w.site = site;
+    sg4::this_actor::suspend();
+  }
+  return true;
+}
+
+void SimExec::post(ConnCounter* c, uint64_t value) {
+  if (counting_ != nullptr) return;
+  if (inflight_.empty() && pending_bytes_ == 0 && !sent_) {
+    apply_post(c, value);
+    return;
+  }
+  deferred_.emplace_back(c, value);
+}
+
+void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
+  const double bytes = wire_bytes(proto_, payload_bytes);
+  if (counting_ != nullptr) {
+    SimExec::Count& k = (*counting_)[send.peer];
+    k.bytes += bytes;
+    ++k.slices;
+    pending_bytes_ = 0;
+    last_dst_ = nullptr;
+    return;
+  }
+  sent_ = true;
+  if (bytes <= 0) return;
+  if (pending_bytes_ > 0) {
+    inflight_.push_back(sg4::this_actor::exec_async(pending_bytes_));
+    pending_bytes_ = 0;
+    last_dst_ = nullptr;
+  }
+  sg4::Host* src = world_->rank_host(rank_);
+  sg4::Host* dst = world_->rank_host(send.peer);
+  inflight_.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(bytes)));
+  world_->add_link_bytes(rank_, send.peer, bytes);
+  ++transfers_;
+}
+
+bool SimExec::size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
+  if (counting_ != nullptr) return false;  // nobody sent anything: the counting pass runs ranks one by one
+  failure_ = SimFailure::kSizeMismatch;
+  site_ = site;
+  mismatch_expected_ = expected;
+  mismatch_got_ = got;
+  return true;
+}
+
+bool SimExec::observing() const { return counting_ == nullptr && world_->recording(); }
+
+double SimExec::now_us() {
+  if (counting_ != nullptr) return 0;
+  flush();
+  return sg4::Engine::get_clock() * 1e6;
+}
+
+void SimExec::observe(const StepRecord& r) { world_->record(r); }
+
+// ---- World --------------------------------------------------------------------------------------
+
+namespace {
+
+const char* prim_name(PrimKind p) {
+  switch (p) {
+    case PrimKind::kSend: return "send";
+    case PrimKind::kRecv: return "recv";
+    case PrimKind::kRecvReduceSend: return "recvReduceSend";
+    case PrimKind::kRecvReduceCopySend: return "recvReduceCopySend";
+    case PrimKind::kRecvCopySend: return "recvCopySend";
+    case PrimKind::kCopySend: return "copySend";
+    case PrimKind::kRecvReduceCopy: return "recvReduceCopy";
+    case PrimKind::kLocalCopy: return "localCopy";
+    case PrimKind::kSendFromOutput: return "sendFromOutput";
+  }
+  return "?";
+}
+
+std::string describe_site(const WaitSite& s) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s from rank %d for step %llu (%s)", s.rank, s.channel,
+           s.for_data ? "data" : "FIFO credits", s.peer, static_cast<unsigned long long>(s.step), prim_name(s.prim));
+  return buf;
+}
+
+// A stand-in address for buffers that timing-only mode never touches (the schedules only do offset
+// arithmetic on them).
+char* phantom() { return reinterpret_cast<char*>(uintptr_t{1} << 24); }
+
+bool per_rank_count(CollKind c) { return c == CollKind::kAllGather || c == CollKind::kReduceScatter; }
+
+}  // namespace
+
+World::~World() = default;
+
+bool World::setup(sg4::Engine& engine, std::string* error) {
+  std::string err;
+  // Model.
+  if (!cfg_.topo_xml.empty()) {
+    if (!read_topology_xml(cfg_.topo_xml, &topo_, &err)) {
+      *error = err;
+      return false;
+    }
+    if (cfg_.machines > 1 && !replicate_machines(&topo_, cfg_.machines, cfg_.fabric, &err)) {
+      *error = err;
+      return false;
+    }
+  } else {
+    std::string preset = cfg_.topo;
+    int machines = cfg_.machines;
+    if (preset.find(':') != std::string::npos) {
+      int m = 1;
+      if (!parse_topo_spec(cfg_.topo, &preset, &m, &err)) {
+        *error = err;
+        return false;
+      }
+      if (cfg_.machines > 1 && m != cfg_.machines) {
+        *error = "topology " + cfg_.topo + " names " + std::to_string(m) + " machines but " +
+                 std::to_string(cfg_.machines) + " were asked";
+        return false;
+      }
+      machines = m;
+    }
+    if (!make_preset_topology(preset, std::max(1, machines), cfg_.fabric, &topo_, &err)) {
+      *error = err;
+      return false;
+    }
+  }
+  if (!apply_what_if(cfg_.what_if, &topo_, &err)) {
+    *error = err;
+    return false;
+  }
+  const int ngpus = static_cast<int>(topo_.gpus().size());
+  nranks_ = cfg_.nranks > 0 ? cfg_.nranks : ngpus;
+  if (nranks_ > ngpus) {
+    *error = "ranks: " + std::to_string(nranks_) + " asked but the model has " + std::to_string(ngpus) + " GPUs";
+    return false;
+  }
+  place_ = place_ranks(topo_, nranks_);
+  nmachines_ = static_cast<int>(place_.machines().size());
+  for (int r = 0; r < nranks_; ++r) {
+    const int g = topo_.gpu_node(place_.rank_machine[r], place_.rank_dev[r]);
+    topo_.nodes[g].rank = r;
+  }
+  // Rings and trees, as the runtime builds them.
+  if (!search_ring_and_tree(topo_, &ring_graph_, &tree_graph_, &err)) {
+    *error = err;
+    return false;
+  }
+  nch_ = modelled_channels(ring_graph_, tree_graph_, cfg_.min_channels > 0 ? cfg_.min_channels : 1,
+                           cfg_.max_channels > 0 ? cfg_.max_channels : 64);
+  plan_ = plan_channels(topo_, ring_graph_, tree_graph_, place_, nch_);
+  TunerInput in = make_tuner_input(topo_, ring_graph_, tree_graph_, place_, nch_);
+  if (!cfg_.algo.empty() && parse_algo_env(cfg_.algo.c_str(), &in.enable, &err) != ncclSuccess) {
+    *error = err;
+    return false;
+  }
+  if (!cfg_.proto.empty() && parse_proto_env(cfg_.proto.c_str(), &in.enable, &err) != ncclSuccess) {
+    *error = err;
+    return false;
+  }
+  if (!tuner_.init(in, &err)) {
+    *error = "tuner: " + err;
+    return false;
+  }
+  // Platform and the routes the channels use.
+  if (!Platform::build(engine, topo_, cfg_.calibration, &platform_, &err)) {
+    *error = err;
+    return false;
+  }
+  rank_host_.resize(nranks_);
+  rank_gpu_.resize(nranks_);
+  sm_rate_.resize(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    rank_gpu_[r] = topo_.gpu_node(place_.rank_machine[r], place_.rank_dev[r]);
+    rank_host_[r] = platform_->gpu_host(rank_gpu_[r]);
+    sm_rate_[r] = cfg_.calibration.gpu(topo_.nodes[rank_gpu_[r]].sm).sm_copy_gbs * 1e9;
+  }
+  auto route = [&](int a, int b) {
+    if (a == b || a < 0 || b < 0) return true;
+    return platform_->add_route(rank_gpu_[a], rank_gpu_[b], &err) && platform_->add_route(rank_gpu_[b], rank_gpu_[a], &err);
+  };
+  for (int c = 0; c < nch_; ++c) {
+    const std::vector<int>& ring = plan_[c].ring;
+    for (int i = 0; i < nranks_; ++i) {
+      if (!route(ring[i], ring[(i + 1) % nranks_])) {
+        *error = err;
+        return false;
+      }
+      const TreeLinks& t = plan_[c].tree[ring[i]];
+      if (!route(ring[i], t.up)) {
+        *error = err;
+        return false;
+      }
+    }
+  }
+  platform_->seal();
+  link_bytes_.assign(topo_.links.size(), 0.0);
+  // The flow level's completion times (one World per process: the child of simulate()).
+  static World* current = nullptr;
+  current = this;
+  sg4::Activity::on_completion_cb([](const sg4::Activity& a) {
+    if (current == nullptr) return;
+    auto it = current->flow_done_.find(&a);
+    if (it != current->flow_done_.end()) it->second.second = sg4::Engine::get_clock();
+  });
+  return true;
+}
+
+void World::add_link_bytes(int from_rank, int to_rank, double bytes) {
+  for (int l : platform_->route(rank_gpu_[from_rank], rank_gpu_[to_rank])) link_bytes_[l] += bytes;
+}
+
+SimConn& World::conn(int channel, int from, int to, int proto) {
+  auto key = std::make_tuple(channel, from, to, proto);
+  auto it = conns_.find(key);
+  if (it != conns_.end()) return *it->second;
+  auto c = std::make_unique<SimConn>();
+  const size_t buff = static_cast<size_t>(proto_buff_[proto]);
+  c->mem.assign(cfg_.payload ? fifo_total_bytes(buff) : sizeof(ConnFifoHeader), 0);
+  ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(c->mem.data());
+  hdr->head.waiters = static_cast<uint32_t>(waits_.size());
+  waits_.emplace_back();
+  hdr->tail.waiters = static_cast<uint32_t>(waits_.size());
+  waits_.emplace_back();
+  char* data = cfg_.payload ? c->mem.data() + kFifoDataOffset : phantom() + (size_t{1} << 40);
+  for (ConnInfo* ci : {&c->send_info, &c->recv_info}) {
+    ci->hdr = hdr;
+    ci->buff = data;
+    ci->step_bytes = static_cast<int>(buff / kNcclSteps);
+    ci->step = 0;
+  }
+  c->send_info.peer = to;
+  c->recv_info.peer = from;
+  return *conns_.emplace(key, std::move(c)).first->second;
+}
+
+bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const {
+  const TunerChoice t = tuner_.choose(coll, bytes);
+  if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree)) {
+    *error = std::string(coll_name(coll)) + ": no algorithm/protocol is available (algo '" + cfg_.algo +
+             "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce)";
+    return false;
+  }
+  c->algo = t.algo;
+  c->proto = static_cast<int>(t.proto);
+  c->nchannels = std::max(1, std::min(t.nchannels, nch_));
+  c->predicted_us = t.time_us;
+  return true;
+}
+
+std::string World::describe_failure(const SimExec& ex) const {
+  const WaitSite& s = ex.failed_site();
+  char buf[512];
+  switch (ex.failure()) {
+    case SimFailure::kSizeMismatch:
+      snprintf(buf, sizeof buf, "rank %d channel %d expected %zu bytes from rank %d at step %llu but received %d",
+               s.rank, s.channel, ex.mismatch_expected(), s.peer, static_cast<unsigned long long>(s.step),
+               ex.mismatch_got());
+      return buf;
+    case SimFailure::kFlagMissing:
+      return "a line flag was not set after its step's doorbell: " + describe_site(s);
+    case SimFailure::kAborted:
+      return "aborted while " + describe_site(s);
+    case SimFailure::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string World::describe_stuck() const {
+  std::string out;
+  int shown = 0;
+  for (const CounterWait& w : waits_) {
+    if (w.actor == nullptr) continue;
+    if (shown++ < 8) out += "\n  " + describe_site(w.site);
+  }
+  if (shown > 8) out += "\n  ... and " + std::to_string(shown - 8) + " more";
+  return out;
+}
+
+bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error) {
+  const CollKind coll = cfg_.coll;
+  const size_t esize = sim_type_size(cfg_.type);
+  const size_t total = count * esize * (per_rank_count(coll) ? static_cast<size_t>(nranks_) : 1);
+  CollWork base{};
+  base.coll = coll;
+  base.count = count;
+  base.root = cfg_.root;
+  base.nranks = nranks_;
+  base.nchannels = ch.nchannels;
+  base.proto = ch.proto;
+  base.chunk_bytes = ch.algo == AlgoKind::kTree
+                         ? tree_chunk_bytes(ch.proto, proto_buff_[ch.proto], total, ch.nchannels, nmachines_, nranks_)
+                         : ring_chunk_bytes(coll, ch.proto, proto_buff_[ch.proto]);
+  base.redop = RedOpArg{cfg_.op, 0, nranks_};
+  base.op_count = op_count_++;
+  ring_fn_ = sim_coll_kernel(cfg_.type);
+  tree_fn_ = sim_tree_kernel(cfg_.type);
+  if (ring_fn_ == nullptr || tree_fn_ == nullptr) {
+    *error = std::string("type ") + sim_type_name(cfg_.type) + " is not instantiated in the simulator";
+    return false;
+  }
+  // Ring views: each channel's ring twice over, so rank r's view starts at its position.
+  ring2_.assign(ch.nchannels, {});
+  std::vector<std::vector<int>> pos(ch.nchannels, std::vector<int>(nranks_));
+  for (int c = 0; c < ch.nchannels; ++c) {
+    const std::vector<int>& ring = plan_[c].ring;
+    ring2_[c] = ring;
+    ring2_[c].insert(ring2_[c].end(), ring.begin(), ring.end());
+    for (int i = 0; i < nranks_; ++i) pos[c][ring[i]] = i;
+  }
+  // Connections this collective uses (created on first use, as the runtime connects lazily).
+  tasks->clear();
+  tasks->reserve(static_cast<size_t>(nranks_) * ch.nchannels);
+  for (int r = 0; r < nranks_; ++r) {
+    CollWork w = base;
+    w.rank = r;
+    if (cfg_.payload) {
+      w.send = send_[r].data();
+      w.recv = recv_[r].data();
+    } else {
+      w.send = phantom();
+      w.recv = phantom() + (size_t{1} << 36);
+    }
+    for (int c = 0; c < ch.nchannels; ++c) {
+      Task t;
+      t.w = w;
+      t.channel = c;
+      t.ring = RingView{ring2_[c].data() + pos[c][r], nranks_};
+      if (ch.algo == AlgoKind::kTree) t.tree = &plan_[c].tree[r];
+      if (nranks_ > 1) {
+        if (ch.algo == AlgoKind::kTree) {
+          const TreeLinks& tl = plan_[c].tree[r];
+          if (tl.up >= 0) {
+            t.tconns.up_recv = &conn(c, tl.up, r, ch.proto).recv_info;
+            t.tconns.up_send = &conn(c, r, tl.up, ch.proto).send_info;
+          }
+          t.tconns.ndown = tl.ndown;
+          for (int i = 0; i < tl.ndown; ++i) {
+            t.tconns.down_recv[i] = &conn(c, tl.down[i], r, ch.proto).recv_info;
+            t.tconns.down_send[i] = &conn(c, r, tl.down[i], ch.proto).send_info;
+          }
+        } else {
+          t.recv = &conn(c, t.ring.prev(), r, ch.proto).recv_info;
+          t.send = &conn(c, r, t.ring.next(), ch.proto).send_info;
+        }
+      }
+      tasks->push_back(t);
+    }
+  }
+  return true;
+}
+
+bool World::run_task(SimExec& ex, const Task& t) {
+  return t.tree != nullptr ? tree_fn_(ex, t.w, *t.tree, t.tconns, t.channel)
+                           : ring_fn_(ex, t.w, t.ring, t.channel, t.recv, t.send);
+}
+
+bool World::run_once(size_t count, const Choice& ch, double* time_us, std::string* error) {
+  std::vector<Task> tasks;
+  if (!make_tasks(count, ch, &tasks, error)) return false;
+  const double start = sg4::Engine::get_clock();
+  const double launch = cfg_.calibration.launch_us * 1e-6;
+  std::string failure;
+  std::vector<sg4::ActorPtr> actors;
+  actors.reserve(tasks.size());
+  for (Task& t : tasks) {
+    actors.push_back(sg4::Actor::create("r" + std::to_string(t.w.rank) + "c" + std::to_string(t.channel),
+                                        rank_host_[t.w.rank], [this, &t, &failure, launch] {
+                                          if (launch > 0) sg4::this_actor::sleep_for(launch);
+                                          SimExec ex(this, t.w.rank, t.channel, t.w.proto);
+                                          const bool ok = run_task(ex, t);
+                                          ex.flush();
+                                          transfers_ += ex.transfers();
+                                          if ((!ok || ex.failure() != SimFailure::kNone) && failure.empty())
+                                            failure = describe_failure(ex);
+                                        }));
+  }
+  for (auto& a : actors) a->join();
+  if (!failure.empty()) {
+    *error = failure;
+    return false;
+  }
+  *time_us = (sg4::Engine::get_clock() - start) * 1e6;
+  return true;
+}
+
+// The flow level. 1. Counting pass: every (rank, channel) runs its schedule with a SimExec that makes
+// no SimGrid call, which yields the wire bytes and slices of every connection. 2. One SimGrid flow per
+// GPU pair carries the bytes of every channel between them (flows on the same route share max-min
+// exactly as their sum would), all started together: SimGrid's sharing gives each pair its duration D
+// under the whole collective's contention. 3. A connection of N slices in S-slice steps with route
+// latency L finishes after N (x + o) + (N / S) max(0, L + (x + o) - S (x + o)), x = D / N its slice
+// time and o the protocol's step overhead: the pipelined ring's recurrence (docs/simulator.md) in which
+// the step overhead is paid per slice and latency shows only when S slices do not cover it; plus the
+// sender's data loops that no transfer overlaps (receive-only steps), at its SM's rate.
+bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error) {
+  std::vector<Task> tasks;
+  if (!make_tasks(count, ch, &tasks, error)) return false;
+  // Per (channel, rank): bytes and slices to each peer.
+  struct ConnCount {
+    int channel, from, to;
+    double bytes;
+    uint64_t slices;
+  };
+  std::vector<ConnCount> counts;
+  std::vector<SimExec::Count> per_peer(nranks_);
+  std::vector<double> unoverlapped(tasks.size(), 0);  // per task: data-loop seconds no transfer hides
+  std::map<std::pair<int, int>, size_t> task_of;      // (rank, channel) -> task
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    const Task& t = tasks[ti];
+    std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
+    SimExec ex(this, t.w.rank, t.channel, t.w.proto);
+    ex.set_counting(&per_peer);
+    run_task(ex, t);
+    ex.flush();
+    unoverlapped[ti] = ex.unoverlapped_bytes() / sm_rate_[t.w.rank];
+    task_of[std::make_pair(t.w.rank, t.channel)] = ti;
+    for (int p = 0; p < nranks_; ++p)
+      if (per_peer[p].slices > 0) counts.push_back({t.channel, t.w.rank, p, per_peer[p].bytes, per_peer[p].slices});
+  }
+  // Flows per GPU pair and phase: a tree's reduce (to the parent) and broadcast (to the children) phases
+  // follow each other on every rank, so they are simulated one after the other; a ring has one phase.
+  auto phase_of = [&](const ConnCount& k) {
+    const Task& t = tasks[task_of[std::make_pair(k.from, k.channel)]];
+    return t.tree != nullptr && t.tree->up != k.to ? 1 : 0;
+  };
+  std::map<std::tuple<int, int, int>, size_t> pair_index;
+  std::vector<double> pair_bytes;
+  std::vector<int> pair_conns;
+  std::vector<std::tuple<int, int, int>> pairs;
+  for (const ConnCount& k : counts) {
+    auto key = std::make_tuple(k.from, k.to, phase_of(k));
+    auto it = pair_index.find(key);
+    if (it == pair_index.end()) {
+      it = pair_index.emplace(key, pairs.size()).first;
+      pairs.push_back(key);
+      pair_bytes.push_back(0);
+      pair_conns.push_back(0);
+    }
+    pair_bytes[it->second] += k.bytes;
+    ++pair_conns[it->second];
+  }
+  const double start = sg4::Engine::get_clock();
+  std::vector<double> done(pairs.size(), 0);
+  for (int phase = 0; phase < 2; ++phase) {
+    const double t0 = sg4::Engine::get_clock();
+    // Each flow's completion time comes from SimGrid's completion signal (wait_any over thousands of
+    // flows would cost O(flows) per completion).
+    std::vector<sg4::CommPtr> pending;
+    flow_done_.clear();
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (std::get<2>(pairs[i]) != phase) continue;
+      const int from = std::get<0>(pairs[i]), to = std::get<1>(pairs[i]);
+      pending.push_back(sg4::Comm::sendto_async(rank_host_[from], rank_host_[to], static_cast<uint64_t>(pair_bytes[i])));
+      flow_done_.emplace(pending.back().get(), std::make_pair(i, -1.0));
+      add_link_bytes(from, to, pair_bytes[i]);
+    }
+    for (auto& c : pending) c->wait();
+    for (const auto& f : flow_done_) done[f.second.first] = std::max(0.0, f.second.second - t0);
+    flow_done_.clear();
+  }
+  const double ov = cfg_.calibration.step_overhead_us[ch.proto] * 1e-6;
+  const bool two_slices = ch.proto == kProtoSimple && ch.algo == AlgoKind::kRing &&
+                          (cfg_.coll == CollKind::kAllReduce || cfg_.coll == CollKind::kAllGather ||
+                           cfg_.coll == CollKind::kReduceScatter);
+  const double S = two_slices ? ProtoSimpleRing::kSlicePerChunk : 1.0;
+  // Per task: a ring rank's one send connection; a tree rank sends up (reduce phase) and then down to
+  // its children at once (broadcast phase), so its time is the up connection's plus the slowest down one.
+  std::vector<double> up_t(tasks.size(), 0), down_t(tasks.size(), 0);
+  std::map<std::tuple<int, int, int>, double> hop;  // (channel, from, to): one slice's time + latency
+  for (const ConnCount& k : counts) {
+    const size_t i = pair_index[std::make_tuple(k.from, k.to, phase_of(k))];
+    // This connection's share of the pair's flow time, in proportion to its bytes.
+    const double d = pair_bytes[i] > 0 ? done[i] * (k.bytes / pair_bytes[i]) * pair_conns[i] : 0;
+    const double n = static_cast<double>(k.slices);
+    const double x = d / n;
+    double lat = 0;
+    for (int l : platform_->route(rank_gpu_[k.from], rank_gpu_[k.to])) lat += topo_.links[l].latency_us * 1e-6;
+    const double t = n * (x + ov) + (n / S) * std::max(0.0, lat + (x + ov) - S * (x + ov));
+    const size_t ti = task_of[std::make_pair(k.from, k.channel)];
+    const Task& task = tasks[ti];
+    if (task.tree != nullptr && task.tree->up != k.to) {
+      down_t[ti] = std::max(down_t[ti], t);
+    } else {
+      up_t[ti] = std::max(up_t[ti], t);
+    }
+    hop[std::make_tuple(k.channel, k.from, k.to)] = x + ov + lat;
+  }
+  double worst = 0;
+  for (size_t ti = 0; ti < tasks.size(); ++ti) worst = std::max(worst, up_t[ti] + down_t[ti] + unoverlapped[ti]);
+  if (ch.algo == AlgoKind::kTree) {
+    // Each phase also waits for the first slice to cross the tree: leaf to root, then root to leaf,
+    // hop by hop along the deepest path.
+    double fill = 0;
+    for (int c = 0; c < ch.nchannels; ++c)
+      for (int r = 0; r < nranks_; ++r) {
+        double f = 0;
+        int d = 0;
+        for (int x = r; plan_[c].tree[x].up >= 0 && d <= nranks_; x = plan_[c].tree[x].up, ++d) {
+          const int u = plan_[c].tree[x].up;
+          auto up = hop.find(std::make_tuple(c, x, u));
+          auto down = hop.find(std::make_tuple(c, u, x));
+          f += (up != hop.end() ? up->second : 0) + (down != hop.end() ? down->second : 0);
+        }
+        fill = std::max(fill, f);
+      }
+    worst += fill;
+  }
+  *flows = pairs.size();
+  *time_us = (cfg_.calibration.launch_us * 1e-6 + worst) * 1e6;
+  sg4::this_actor::sleep_for(cfg_.calibration.launch_us * 1e-6 + std::max(0.0, worst - (sg4::Engine::get_clock() - start)));
+  return true;
+}
+
+}  // namespace sim
+}  // namespace cclab

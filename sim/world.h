@@ -1,0 +1,145 @@
+// sim/world.h - one simulation (internal to sim/): the model, the platform, the channels and their
+// connections, the ranks' buffers, and the actors that run one collective. simulate() (simulate.cc)
+// drives it from a controller actor, size after size.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/algo_proto.h"
+#include "graph/channels.h"
+#include "graph/search.h"
+#include "graph/topo.h"
+#include "graph/tuning.h"
+#include "kernels/fifo.h"
+#include "kernels/tree.h"
+#include "kernels/work.h"
+#include "sim/platform.h"
+#include "sim/sim.h"
+#include "sim/sim_exec.h"
+
+namespace simgrid {
+namespace s4u {
+class Engine;
+class Actor;
+}  // namespace s4u
+}  // namespace simgrid
+
+namespace cclab {
+namespace sim {
+
+// One direction of one connection (sender -> receiver on a channel) for one protocol: the shared
+// header and, in payload mode, the data slots; the two ends' ConnInfo.
+struct SimConn {
+  std::vector<char> mem;     // header (+ data in payload mode)
+  ConnInfo send_info, recv_info;
+};
+
+// Blocking on a counter: the ConnCounter's `waiters` field holds an index into World::waits_.
+struct CounterWait {
+  simgrid::s4u::Actor* actor = nullptr;  // the actor suspended on it, if any
+  uint64_t target = 0;
+  WaitSite site{};
+};
+
+using SimCollFn = bool (*)(SimExec& exec, const CollWork& w, const RingView& ring, int channel, ConnInfo* recv,
+                           ConnInfo* send);
+using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
+                           int channel);
+// The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
+SimCollFn sim_coll_kernel(SimType t);
+SimTreeFn sim_tree_kernel(SimType t);
+
+class World {
+ public:
+  World(const SimConfig& cfg) : cfg_(cfg) {}
+  ~World();
+
+  // Model, placement, search, channels, tuner, platform and routes. False with *error.
+  bool setup(simgrid::s4u::Engine& engine, std::string* error);
+
+  // Runs every size of the config from the calling actor (the controller); fills out->sizes.
+  bool run_sizes(SimResult* out, std::string* error, const SimProgress& progress);
+
+  // ---- what SimExec uses ----
+  bool payload() const { return cfg_.payload; }
+  simgrid::s4u::Host* rank_host(int rank) const { return rank_host_[rank]; }
+  Platform& platform() { return *platform_; }
+  const Calibration& calibration() const { return cfg_.calibration; }
+  double sm_rate(int rank) const { return sm_rate_[rank]; }  // bytes/s of one SM of the rank's GPU
+  int rank_gpu(int rank) const { return rank_gpu_[rank]; }
+  CounterWait& wait_slot(const ConnCounter* c) { return waits_[c->waiters]; }
+  void add_link_bytes(int from_rank, int to_rank, double bytes);
+  bool recording() const { return cfg_.record_events; }
+  void record(const StepRecord& r) { events_.push_back(r); }
+  std::vector<StepRecord>& events() { return events_; }
+
+  const Topology& topo() const { return topo_; }
+  int nranks() const { return nranks_; }
+  int nchannels() const { return nch_; }
+  // The waits actors are suspended on (for a deadlock report).
+  std::string describe_stuck() const;
+
+ private:
+  struct Choice {
+    AlgoKind algo;
+    int proto;
+    int nchannels;
+    double predicted_us;
+  };
+  bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const;
+  // What one (rank, channel) actor runs.
+  struct Task {
+    CollWork w;
+    int channel = 0;
+    RingView ring{nullptr, 0};
+    ConnInfo* recv = nullptr;
+    ConnInfo* send = nullptr;
+    TreeConns tconns{};
+    const TreeLinks* tree = nullptr;  // tree all_reduce: this rank's links
+  };
+  bool make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error);
+  bool run_task(SimExec& ex, const Task& t);
+  // The flow level (world.cc): counting pass, one SimGrid flow per GPU pair, pipelined step model.
+  bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error);
+  SimConn& conn(int channel, int from, int to, int proto);
+  // Runs one collective of `count` elements with `choice` on every rank; returns its simulated time.
+  bool run_once(size_t count, const Choice& choice, double* time_us, std::string* error);
+  void fill_inputs(size_t count);
+  int64_t check_outputs(size_t count) const;
+  std::string describe_failure(const SimExec& ex) const;
+
+  SimConfig cfg_;
+  Topology topo_;
+  RankPlacement place_;
+  TopoGraph ring_graph_, tree_graph_;
+  std::vector<ChannelPlan> plan_;
+  CostModel tuner_;
+  std::unique_ptr<Platform> platform_;
+  int nranks_ = 0, nch_ = 0, nmachines_ = 0;
+  std::vector<simgrid::s4u::Host*> rank_host_;
+  std::vector<int> rank_gpu_;
+  std::vector<double> sm_rate_;
+  // connections: key (channel, from, to, proto)
+  std::map<std::tuple<int, int, int, int>, std::unique_ptr<SimConn>> conns_;
+  std::vector<CounterWait> waits_;
+  std::vector<double> link_bytes_;  // by TopoLink
+  std::vector<StepRecord> events_;
+  // payload buffers per rank
+  std::vector<std::vector<unsigned char>> send_, recv_;
+  uint64_t op_count_ = 0;
+  SimCollFn ring_fn_ = nullptr;
+  SimTreeFn tree_fn_ = nullptr;
+  std::vector<std::vector<int>> ring2_;  // per channel: the ring twice over (RingView storage)
+  std::unordered_map<const void*, std::pair<size_t, double>> flow_done_;  // flow -> (pair, completion time)
+  uint64_t transfers_ = 0;
+  int proto_buff_[kNumProtocols] = {524288, 4915200, 4 << 20};
+  friend class SimExec;
+};
+
+}  // namespace sim
+}  // namespace cclab

@@ -1,0 +1,280 @@
+// The simulator's results: payload mode moves and reduces real bytes through the same schedules as the
+// host backend, so every collective x algorithm x protocol must give byte-exact results; simulated
+// times are deterministic; bad configurations fail with a message.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+#include "sim/sim.h"
+
+namespace cclab {
+namespace sim {
+namespace {
+
+SimConfig payload_config(const std::string& topo, CollKind coll, const char* algo, const char* proto, size_t bytes) {
+  SimConfig c;
+  c.topo = topo;
+  c.coll = coll;
+  c.payload = true;
+  c.algo = algo;
+  c.proto = proto;
+  c.min_bytes = c.max_bytes = bytes;
+  return c;
+}
+
+const char* coll_label(CollKind c) {
+  switch (c) {
+    case CollKind::kAllReduce: return "all_reduce";
+    case CollKind::kAllGather: return "all_gather";
+    case CollKind::kReduceScatter: return "reduce_scatter";
+    case CollKind::kBroadcast: return "broadcast";
+    case CollKind::kReduce: return "reduce";
+    default: return "?";
+  }
+}
+
+using Case = std::tuple<std::string, CollKind, std::string, std::string>;
+
+class PayloadTest : public ::testing::TestWithParam<Case> {};
+
+// An odd element count that does not fill the last slice, and a size with several chunks per channel
+// (two channels): both must come out exact on every rank.
+TEST_P(PayloadTest, ExactOnEveryRank) {
+  const auto& [topo, coll, algo, proto] = GetParam();
+  for (size_t bytes : {size_t{4099} * 4 * 8, size_t{1} << 20}) {
+    SimConfig cfg = payload_config(topo, coll, algo.c_str(), proto.c_str(), bytes);
+    cfg.max_channels = 2;
+    cfg.iters = 2;  // the second iteration starts from the connections' state after the first
+    SimResult r;
+    std::string err;
+    ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+    ASSERT_EQ(r.sizes.size(), 1u);
+    const SimSizeResult& s = r.sizes[0];
+    EXPECT_EQ(s.wrong, 0) << topo << " " << coll_label(coll) << " " << algo << "/" << proto << " " << bytes << " B";
+    EXPECT_EQ(s.algo, algo == "tree" ? AlgoKind::kTree : AlgoKind::kRing);
+    EXPECT_GT(s.time_us, 0);
+    EXPECT_GT(s.slices, 0u);
+  }
+}
+
+// Every collective x algorithm x protocol on dgx-h100 (NVSwitch); on a PCIe machine across sockets
+// and on two machines (where trees cross the network) every protocol of all_reduce and Simple for the
+// rest.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const CollKind all[] = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter, CollKind::kBroadcast,
+                          CollKind::kReduce};
+  for (const char* proto : {"LL", "LL128", "Simple"}) {
+    for (CollKind c : all) out.emplace_back("dgx-h100", c, "ring", proto);
+    out.emplace_back("dgx-h100", CollKind::kAllReduce, "tree", proto);
+  }
+  for (const char* topo : {"pcie-8gpu-2socket", "nvlink-pairs:2"}) {
+    for (const char* proto : {"LL", "LL128"}) {
+      out.emplace_back(topo, CollKind::kAllReduce, "ring", proto);
+      out.emplace_back(topo, CollKind::kAllReduce, "tree", proto);
+    }
+    for (CollKind c : all) out.emplace_back(topo, c, "ring", "Simple");
+    out.emplace_back(topo, CollKind::kAllReduce, "tree", "Simple");
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, PayloadTest, ::testing::ValuesIn(cases()), [](const auto& info) {
+  std::string n = std::get<0>(info.param) + "_" + coll_label(std::get<1>(info.param)) + "_" +
+                  std::get<2>(info.param) + "_" + std::get<3>(info.param);
+  for (char& c : n)
+    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+});
+
+TEST(Sim, PayloadTypesAndOps) {
+  for (SimType t : {SimType::kInt8, SimType::kFloat16, SimType::kBfloat16, SimType::kInt32, SimType::kFloat64})
+    for (RedOpKind op : {RedOpKind::kSum, RedOpKind::kProd, RedOpKind::kMax, RedOpKind::kMin}) {
+      SimConfig cfg = payload_config("pcie-4gpu", CollKind::kAllReduce, "", "", 40000);
+      cfg.type = t;
+      cfg.op = op;
+      SimResult r;
+      std::string err;
+      ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+      EXPECT_EQ(r.sizes.at(0).wrong, 0) << sim_type_name(t) << " op " << static_cast<int>(op);
+    }
+}
+
+// Same inputs, same times and the same event log, bit for bit.
+TEST(Sim, Deterministic) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100:2";
+  cfg.min_bytes = 64 << 10;
+  cfg.max_bytes = 4 << 20;
+  cfg.factor = 8;
+  cfg.record_events = true;
+  SimResult a, b;
+  std::string err;
+  ASSERT_TRUE(simulate(cfg, &a, &err)) << err;
+  ASSERT_TRUE(simulate(cfg, &b, &err)) << err;
+  ASSERT_EQ(a.sizes.size(), 3u);
+  for (size_t i = 0; i < a.sizes.size(); ++i) EXPECT_EQ(a.sizes[i].time_us, b.sizes[i].time_us);
+  EXPECT_FALSE(a.events.empty());
+  EXPECT_EQ(format_events(a.events), format_events(b.events));
+}
+
+TEST(Sim, TimesGrowWithSizeAndFollowTheTuner) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100";
+  cfg.min_bytes = 8;
+  cfg.max_bytes = 256 << 20;
+  cfg.factor = 16;
+  SimResult r;
+  std::string err;
+  ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+  ASSERT_EQ(r.sizes.size(), 7u);  // 8 B .. 128 MiB
+  for (size_t i = 1; i < r.sizes.size(); ++i) EXPECT_GT(r.sizes[i].time_us, r.sizes[i - 1].time_us);
+  EXPECT_EQ(r.sizes.front().proto, ProtoKind::kLL);
+  EXPECT_EQ(r.sizes.back().proto, ProtoKind::kSimple);
+  EXPECT_EQ(r.nranks, 8);
+}
+
+TEST(Sim, BadConfigurationsSayWhatIsWrong) {
+  auto fails = [](SimConfig c, const std::string& needle) {
+    SimResult r;
+    std::string err;
+    EXPECT_FALSE(simulate(c, &r, &err));
+    EXPECT_NE(err.find(needle), std::string::npos) << "error: " << err;
+  };
+  SimConfig c;
+  c.topo = "dgx-h900";
+  fails(c, "dgx-h900");
+  c = SimConfig{};
+  c.nranks = 16;
+  fails(c, "16");
+  c = SimConfig{};
+  c.min_bytes = 1024;
+  c.max_bytes = 8;
+  fails(c, "larger");
+  c = SimConfig{};
+  c.payload = true;
+  c.type = SimType::kUint64;
+  fails(c, "uint64");
+  c = SimConfig{};
+  c.algo = "tree";
+  c.coll = CollKind::kBroadcast;
+  fails(c, "no algorithm");
+  c = SimConfig{};
+  c.proto = "LL1024";
+  fails(c, "LL1024");
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace cclab
+
+namespace cclab {
+namespace sim {
+namespace {
+
+SimResult run_ok(const SimConfig& cfg) {
+  SimResult r;
+  std::string err;
+  EXPECT_TRUE(simulate(cfg, &r, &err)) << err;
+  return r;
+}
+
+// Several loops of the ring per channel with Simple's 2 MiB chunks: 4 ranks x 2 MiB = 8 MiB a loop,
+// 20 MiB a channel.
+TEST(Sim, PayloadManyLoops) {
+  SimConfig cfg = payload_config("pcie-4gpu", CollKind::kAllReduce, "ring", "Simple", size_t{40} << 20);
+  cfg.max_channels = 2;
+  const SimResult r = run_ok(cfg);
+  ASSERT_EQ(r.sizes.size(), 1u);
+  EXPECT_EQ(r.sizes[0].wrong, 0);
+  EXPECT_EQ(r.sizes[0].nchannels, 2);
+}
+
+// Fewer ranks than GPUs: the first N GPUs of the model.
+TEST(Sim, RankSubset) {
+  SimConfig cfg = payload_config("dgx-h100", CollKind::kAllReduce, "", "", 1 << 20);
+  cfg.nranks = 4;
+  const SimResult r = run_ok(cfg);
+  EXPECT_EQ(r.nranks, 4);
+  EXPECT_EQ(r.sizes.at(0).wrong, 0);
+}
+
+// The flow level against the step level where both run. The target is 2% of busbw everywhere;
+// today that holds for large rings only (>= 64 MiB on one machine); the bounds below are what the
+// flow model achieves now (docs/simulator.md, "Levels"), so a change that makes it worse fails here.
+TEST(Sim, FlowAgreesWithStep) {
+  struct Point {
+    const char* topo;
+    const char* algo;
+    size_t bytes;
+    double tolerance;
+  };
+  const Point points[] = {
+      {"dgx-h100", "ring", size_t{1} << 20, 0.03},   {"dgx-h100", "ring", size_t{8} << 20, 0.05},
+      {"dgx-h100", "ring", size_t{64} << 20, 0.02},  {"dgx-h100", "ring", size_t{512} << 20, 0.02},
+      {"dgx-h100:2", "ring", size_t{64} << 20, 0.03}, {"dgx-h100:2", "tree", size_t{128} << 20, 0.22},
+  };
+  for (const Point& p : points) {
+    SimConfig cfg;
+    cfg.topo = p.topo;
+    cfg.algo = p.algo;
+    cfg.min_bytes = cfg.max_bytes = p.bytes;
+    cfg.level = SimLevel::kStep;
+    const SimResult step = run_ok(cfg);
+    cfg.level = SimLevel::kFlow;
+    const SimResult flow = run_ok(cfg);
+    ASSERT_EQ(step.sizes.size(), 1u);
+    ASSERT_EQ(flow.sizes.size(), 1u);
+    EXPECT_EQ(step.sizes[0].level, SimLevel::kStep);
+    EXPECT_EQ(flow.sizes[0].level, SimLevel::kFlow);
+    const double a = step.sizes[0].busbw, b = flow.sizes[0].busbw;
+    EXPECT_NEAR(b / a, 1.0, p.tolerance) << p.topo << " " << p.algo << " " << p.bytes << " B: step " << a
+                                         << " GB/s, flow " << b << " GB/s";
+  }
+}
+
+// ../shared/reference/calibration.md: DGX-A100 all_reduce ~230-235 GB/s at >= 1 GiB, DGX-H100 Ring
+// all_reduce ~370 GB/s, and 46-48 GB/s of NCCL traffic per NDR NIC across machines; within 10%.
+TEST(Sim, CalibrationPoints) {
+  SimConfig cfg;
+  cfg.min_bytes = cfg.max_bytes = size_t{1} << 30;
+  cfg.algo = "ring";
+  cfg.topo = "dgx-a100";
+  const SimResult a100 = run_ok(cfg);
+  EXPECT_NEAR(a100.sizes.at(0).busbw, 232.5, 23.25);
+  cfg.topo = "dgx-h100";
+  const SimResult h100 = run_ok(cfg);
+  EXPECT_NEAR(h100.sizes.at(0).busbw, 370, 37);
+  cfg.topo = "dgx-h100:2";
+  const SimResult two = run_ok(cfg);
+  ASSERT_EQ(two.sizes.size(), 1u);
+  // Every NIC port's bytes over the collective's time.
+  int nics = 0;
+  for (const SimLinkLoad& l : two.links) {
+    if (l.name.find(".net") == std::string::npos || l.name.find("->fabric") == std::string::npos) continue;
+    ++nics;
+    const double gbs = l.bytes / (two.sizes[0].time_us * 1e3);
+    EXPECT_NEAR(gbs, 47, 4.7) << l.name;
+  }
+  EXPECT_EQ(nics, 16);  // 8 NICs x 2 machines, every one used
+}
+
+// At scale the automatic level switches to flows; 128 machines x 8 GPUs stays fast and close to the
+// cost model's prediction.
+TEST(Sim, ScaleUsesFlows) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100";
+  cfg.machines = 128;
+  cfg.min_bytes = cfg.max_bytes = size_t{1} << 30;
+  cfg.proto = "simple";
+  const SimResult r = run_ok(cfg);
+  ASSERT_EQ(r.sizes.size(), 1u);
+  EXPECT_EQ(r.nranks, 1024);
+  EXPECT_EQ(r.sizes[0].level, SimLevel::kFlow);
+  EXPECT_NEAR(r.sizes[0].time_us / r.sizes[0].predicted_us, 1.0, 0.3);
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace cclab
