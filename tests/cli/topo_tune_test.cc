@@ -559,7 +559,7 @@ TEST(ToolsCli, DispatchedAndListedInHelp) {
   EXPECT_EQ(r.status, 0);
   EXPECT_TRUE(contains(r.out, "topo --topo PRESET")) << r.out;
   EXPECT_TRUE(contains(r.out, "tune --topo PRESET COLL")) << r.out;
-  for (const char* planned : {"sim", "viz", "trace"}) {
+  for (const char* planned : {"viz", "trace"}) {
     r = run(planned);
     EXPECT_EQ(r.status, 2) << planned;
     EXPECT_TRUE(contains(r.err, "is not available in this build")) << r.err;
