@@ -105,11 +105,17 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       // into each outgoing line. (On a GPU each thread takes one line of a group.)
       // An executor that moves no data (the simulator's timing-only mode) only needs to know the step's
       // data loop happened: one call for the whole step instead of packing and unpacking every line.
+      // It still waits for each received step (on its doorbell) before the step counts as done.
       const size_t group_end = exec_.moves_data() ? nlines : 0;
-      if (group_end == 0 && n > 0)
+      if (group_end == 0 && nlines > 0) {
+        for (int i = 0; i < nr; ++i) {
+          WaitSite rw{rank_, channel_, recvs_[i]->peer, recv_step[i] + 1, true, prim};
+          if (!exec_.wait_flag([] { return true; }, rw, &recvs_[i]->hdr->tail, recv_step[i] + 1)) return abort_now();
+        }
         exec_.reduce_copy(op_, DST ? output_ + out_off + offset : static_cast<T*>(nullptr), static_cast<T*>(nullptr),
                           static_cast<const T*>(nullptr), SRC ? input_ + in_off + offset : static_cast<const T*>(nullptr),
                           n, false, false);
+      }
       for (size_t l0 = 0; l0 < group_end; l0 += kGroupLines) {
         const size_t gl = nlines - l0 < kGroupLines ? nlines - l0 : kGroupLines;
         const size_t e0 = offset + l0 * kEltPerLine;
