@@ -34,20 +34,24 @@ Calibration make_default() {
   c.gpus = {
       {70, "V100", 80, 20.0,
        "V100-SXM2: 80 SMs (NVIDIA Tesla V100 whitepaper); copy rate "
-       "provisional (to be fitted, docs/simulator.md): NCCL runs one channel per SM, per-SM "
-       "throughput chosen so that a machine's usual channel count saturates its NVLink"},
+       "fitted (docs/simulator.md, Calibration): one channel runs on one SM; the rate must let the "
+       "machine's channels saturate NVLink without hiding the receive-only "
+       "steps' data loops"},
       {80, "A100", 108, 25.0,
        "A100-SXM4: 108 SMs (NVIDIA A100 Tensor Core GPU architecture whitepaper); copy rate "
-       "provisional (to be fitted, docs/simulator.md): NCCL runs one channel per SM, per-SM "
-       "throughput chosen so that a machine's usual channel count saturates its NVLink"},
+       "fitted (docs/simulator.md, Calibration): one channel runs on one SM; the rate must let the "
+       "machine's channels saturate NVLink without hiding the receive-only "
+       "steps' data loops"},
       {90, "H100 SXM", 132, 35.0,
        "H100-SXM5: 132 SMs (NVIDIA H100 Tensor Core GPU architecture whitepaper); copy rate "
-       "provisional (to be fitted, docs/simulator.md): NCCL runs one channel per SM, per-SM "
-       "throughput chosen so that a machine's usual channel count saturates its NVLink"},
+       "fitted (docs/simulator.md, Calibration): one channel runs on one SM; the rate must let the "
+       "machine's channels saturate NVLink (24 x 35 GB/s > 382 GB/s) without hiding the receive-only "
+       "steps' data loops"},
       {100, "B200", 148, 40.0,
        "B200: 148 SMs (NVIDIA Blackwell architecture technical brief); copy rate "
-       "provisional (to be fitted, docs/simulator.md): NCCL runs one channel per SM, per-SM "
-       "throughput chosen so that a machine's usual channel count saturates its NVLink"},
+       "fitted (docs/simulator.md, Calibration): one channel runs on one SM; the rate must let the "
+       "machine's channels saturate NVLink without hiding the receive-only "
+       "steps' data loops"},
   };
 
   LinkEfficiency& e = c.efficiency;
@@ -55,8 +59,8 @@ Calibration make_default() {
   e.nvlink_source =
       "payload share of NVLink packets (header and CRC flits around up to 256 B of data) and measured "
       "p2p copy rates; "
-      "the 8x H100 Ring all_reduce reaches ~370 of 450 GB/s (nccl-tests issue 212, "
-      "../shared/reference/calibration.md); provisional";
+      "simulated 8x H100 Ring all_reduce 357 GB/s at 1 GiB vs ~370 measured (nccl-tests issue 212), "
+      "8x A100 242 vs 230-235 (docs/simulator.md)";
   e.pcie = 0.80;
   e.pcie_source =
       "PCIe TLP header + DLLP (ACK, flow control) overhead at 256 B max payload: 0.80-0.87 of the "
@@ -78,13 +82,13 @@ Calibration make_default() {
   c.step_overhead_us[1] = 1.0;  // LL128
   c.step_overhead_us[2] = 2.0;  // Simple
   c.step_overhead_source =
-      "provisional (to be fitted): NCCL 2.28.9 tuning.cc prices a step over NVLink at hwLat[NVLINK] "
-      "Ring LL .6 / LL128 1.9 / Simple 3.4 us (Tree .6 / 1.25 / 4.0), PCI Ring 1.0 / 2.5 / 5.7 us; "
-      "those include the link's own latency (0.3 us GPU->NVS->GPU in the presets), which the route "
-      "charges here";
+      "fitted below NCCL 2.28.9 tuning.cc's per-step hwLat[NVLINK] (Ring LL .6 / LL128 1.9 / Simple "
+      "3.4 us, Tree .6 / 1.25 / 4.0; PCI Ring 1.0 / 2.5 / 5.7), which include the link latency the "
+      "route already charges (0.3 us GPU->NVS->GPU): with these the 8-GPU H100 ring lands within 11% "
+      "of the tuner's time at every size (docs/simulator.md)";
   c.launch_us = 4.0;
   c.launch_source =
-      "provisional (to be fitted): the part of NCCL 2.28.9 tuning.cc baseLat (Ring LL 6.6 / LL128 14.0 "
+      "fitted: the part of NCCL 2.28.9 tuning.cc baseLat (Ring LL 6.6 / LL128 14.0 "
       "/ Simple 8.4 us, Tree 6.8 / 14.0 / 8.4) that is not step latency: kernel launch, the "
       "channels' first loads and the completion seen by the host stream, ~4 us";
   return c;
