@@ -54,6 +54,13 @@ Calibration make_default() {
        "steps' data loops"},
   };
 
+  for (GpuModel& g : c.gpus) {
+    g.tflops = g.sm >= 100 ? 2250 : g.sm >= 90 ? 989 : g.sm >= 80 ? 312 : 125;
+    g.tflops_source =
+        "dense FP16/BF16 tensor-core peak from NVIDIA's datasheets (V100 125, A100 312, H100 SXM 989, "
+        "B200 2250 TFLOP/s); a simulated kernel runs at this peak";
+  }
+
   LinkEfficiency& e = c.efficiency;
   e.nvlink = 0.85;
   e.nvlink_source =
@@ -142,6 +149,7 @@ std::string Calibration::describe() const {
     const std::string base = "gpu.sm" + std::to_string(g->sm) + " (" + g->name + ")";
     add_line(&s, base + ".sms", std::to_string(g->sms), "SMs", g->source);
     add_line(&s, base + ".sm_copy", fmt_num(g->sm_copy_gbs), "GB/s", g->source);
+    add_line(&s, base + ".tflops", fmt_num(g->tflops), "TFLOP/s", g->tflops_source);
   }
   const LinkEfficiency& e = efficiency;
   add_line(&s, "efficiency.nvlink (NVL, C2C)", fmt_num(e.nvlink), "x", e.nvlink_source);

@@ -21,6 +21,10 @@ struct GpuModel {
   int sms = 0;                // streaming multiprocessors (one channel runs on one SM)
   double sm_copy_gbs = 0;     // bytes/s one SM moves through a data loop (copy or reduce), GB/s
   const char* source = "";
+  // Dense BF16/FP16 tensor throughput, TFLOP/s: what a simulated compute kernel of F flops takes
+  // F / (tflops x 1e12) seconds on (cclabSimKernel).
+  double tflops = 0;
+  const char* tflops_source = "";
 };
 
 // Fraction of a link's physical rate that carries payload (packet headers, flow control, encoding).

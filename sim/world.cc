@@ -227,6 +227,15 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   nch_ = modelled_channels(ring_graph_, tree_graph_, cfg_.min_channels > 0 ? cfg_.min_channels : 1,
                            cfg_.max_channels > 0 ? cfg_.max_channels : 64);
   plan_ = plan_channels(topo_, ring_graph_, tree_graph_, place_, nch_);
+  // Ring views: each channel's ring twice over, so rank r's view starts at its position.
+  ring2_.assign(nch_, {});
+  ring_pos_.assign(nch_, std::vector<int>(nranks_));
+  for (int c = 0; c < nch_; ++c) {
+    const std::vector<int>& ring = plan_[c].ring;
+    ring2_[c] = ring;
+    ring2_[c].insert(ring2_[c].end(), ring.begin(), ring.end());
+    for (int i = 0; i < nranks_; ++i) ring_pos_[c][ring[i]] = i;
+  }
   TunerInput in = make_tuner_input(topo_, ring_graph_, tree_graph_, place_, nch_);
   if (!cfg_.algo.empty() && parse_algo_env(cfg_.algo.c_str(), &in.enable, &err) != ncclSuccess) {
     *error = err;
@@ -356,43 +365,71 @@ std::string World::describe_stuck() const {
   return out;
 }
 
-bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error) {
-  const CollKind coll = cfg_.coll;
-  const size_t esize = sim_type_size(cfg_.type);
+CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, RedOpArg redop, const Choice& ch) const {
   const size_t total = count * esize * (per_rank_count(coll) ? static_cast<size_t>(nranks_) : 1);
   CollWork base{};
   base.coll = coll;
   base.count = count;
-  base.root = cfg_.root;
+  base.root = root;
   base.nranks = nranks_;
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
   base.chunk_bytes = ch.algo == AlgoKind::kTree
                          ? tree_chunk_bytes(ch.proto, proto_buff_[ch.proto], total, ch.nchannels, nmachines_, nranks_)
                          : ring_chunk_bytes(coll, ch.proto, proto_buff_[ch.proto]);
-  base.redop = RedOpArg{cfg_.op, 0, nranks_};
-  base.op_count = op_count_++;
-  ring_fn_ = sim_coll_kernel(cfg_.type);
-  tree_fn_ = sim_tree_kernel(cfg_.type);
-  if (ring_fn_ == nullptr || tree_fn_ == nullptr) {
-    *error = std::string("type ") + sim_type_name(cfg_.type) + " is not instantiated in the simulator";
+  base.redop = redop;
+  return base;
+}
+
+bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch, std::vector<Task>* tasks,
+                              std::string* error) {
+  SimCollFn ring_fn = sim_coll_kernel(type);
+  SimTreeFn tree_fn = sim_tree_kernel(type);
+  if (ring_fn == nullptr || tree_fn == nullptr) {
+    *error = std::string("type ") + sim_type_name(type) + " is not instantiated in the simulator";
     return false;
   }
-  // Ring views: each channel's ring twice over, so rank r's view starts at its position.
-  ring2_.assign(ch.nchannels, {});
-  std::vector<std::vector<int>> pos(ch.nchannels, std::vector<int>(nranks_));
+  const int r = w.rank;
   for (int c = 0; c < ch.nchannels; ++c) {
-    const std::vector<int>& ring = plan_[c].ring;
-    ring2_[c] = ring;
-    ring2_[c].insert(ring2_[c].end(), ring.begin(), ring.end());
-    for (int i = 0; i < nranks_; ++i) pos[c][ring[i]] = i;
+    Task t;
+    t.w = w;
+    t.channel = c;
+    t.ring_fn = ring_fn;
+    t.tree_fn = tree_fn;
+    t.ring = RingView{ring2_[c].data() + ring_pos_[c][r], nranks_};
+    if (ch.algo == AlgoKind::kTree) t.tree = &plan_[c].tree[r];
+    if (nranks_ > 1) {
+      if (ch.algo == AlgoKind::kTree) {
+        const TreeLinks& tl = plan_[c].tree[r];
+        if (tl.up >= 0) {
+          t.tconns.up_recv = &conn(c, tl.up, r, ch.proto).recv_info;
+          t.tconns.up_send = &conn(c, r, tl.up, ch.proto).send_info;
+        }
+        t.tconns.ndown = tl.ndown;
+        for (int i = 0; i < tl.ndown; ++i) {
+          t.tconns.down_recv[i] = &conn(c, tl.down[i], r, ch.proto).recv_info;
+          t.tconns.down_send[i] = &conn(c, r, tl.down[i], ch.proto).send_info;
+        }
+      } else {
+        t.recv = &conn(c, t.ring.prev(), r, ch.proto).recv_info;
+        t.send = &conn(c, r, t.ring.next(), ch.proto).send_info;
+      }
+    }
+    tasks->push_back(t);
   }
-  // Connections this collective uses (created on first use, as the runtime connects lazily).
+  return true;
+}
+
+bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error) {
+  const CollWork base = work_for(cfg_.coll, count, sim_type_size(cfg_.type), cfg_.root,
+                                 RedOpArg{cfg_.op, 0, nranks_}, ch);
+  const uint64_t op_count = op_count_++;
   tasks->clear();
   tasks->reserve(static_cast<size_t>(nranks_) * ch.nchannels);
   for (int r = 0; r < nranks_; ++r) {
     CollWork w = base;
     w.rank = r;
+    w.op_count = op_count;
     if (cfg_.payload) {
       w.send = send_[r].data();
       w.recv = recv_[r].data();
@@ -400,44 +437,17 @@ bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks,
       w.send = phantom();
       w.recv = phantom() + (size_t{1} << 36);
     }
-    for (int c = 0; c < ch.nchannels; ++c) {
-      Task t;
-      t.w = w;
-      t.channel = c;
-      t.ring = RingView{ring2_[c].data() + pos[c][r], nranks_};
-      if (ch.algo == AlgoKind::kTree) t.tree = &plan_[c].tree[r];
-      if (nranks_ > 1) {
-        if (ch.algo == AlgoKind::kTree) {
-          const TreeLinks& tl = plan_[c].tree[r];
-          if (tl.up >= 0) {
-            t.tconns.up_recv = &conn(c, tl.up, r, ch.proto).recv_info;
-            t.tconns.up_send = &conn(c, r, tl.up, ch.proto).send_info;
-          }
-          t.tconns.ndown = tl.ndown;
-          for (int i = 0; i < tl.ndown; ++i) {
-            t.tconns.down_recv[i] = &conn(c, tl.down[i], r, ch.proto).recv_info;
-            t.tconns.down_send[i] = &conn(c, r, tl.down[i], ch.proto).send_info;
-          }
-        } else {
-          t.recv = &conn(c, t.ring.prev(), r, ch.proto).recv_info;
-          t.send = &conn(c, r, t.ring.next(), ch.proto).send_info;
-        }
-      }
-      tasks->push_back(t);
-    }
+    if (!append_rank_tasks(w, cfg_.type, ch, tasks, error)) return false;
   }
   return true;
 }
 
 bool World::run_task(SimExec& ex, const Task& t) {
-  return t.tree != nullptr ? tree_fn_(ex, t.w, *t.tree, t.tconns, t.channel)
-                           : ring_fn_(ex, t.w, t.ring, t.channel, t.recv, t.send);
+  return t.tree != nullptr ? t.tree_fn(ex, t.w, *t.tree, t.tconns, t.channel)
+                           : t.ring_fn(ex, t.w, t.ring, t.channel, t.recv, t.send);
 }
 
-bool World::run_once(size_t count, const Choice& ch, double* time_us, std::string* error) {
-  std::vector<Task> tasks;
-  if (!make_tasks(count, ch, &tasks, error)) return false;
-  const double start = sg4::Engine::get_clock();
+bool World::run_tasks(std::vector<Task>& tasks, std::string* error) {
   const double launch = cfg_.calibration.launch_us * 1e-6;
   std::string failure;
   std::vector<sg4::ActorPtr> actors;
@@ -459,6 +469,29 @@ bool World::run_once(size_t count, const Choice& ch, double* time_us, std::strin
     *error = failure;
     return false;
   }
+  return true;
+}
+
+bool World::run_rank_op(int rank, const RankOp& op, std::string* error) {
+  const size_t esize = sim_type_size(op.type);
+  const size_t total = op.count * esize * (per_rank_count(op.coll) ? static_cast<size_t>(nranks_) : 1);
+  Choice ch;
+  if (!choose(op.coll, total, &ch, error)) return false;
+  CollWork w = work_for(op.coll, op.count, esize, op.root, op.redop, ch);
+  w.rank = rank;
+  w.op_count = op.op_count;
+  w.send = op.send;
+  w.recv = op.recv;
+  std::vector<Task> tasks;
+  if (!append_rank_tasks(w, op.type, ch, &tasks, error)) return false;
+  return run_tasks(tasks, error);
+}
+
+bool World::run_once(size_t count, const Choice& ch, double* time_us, std::string* error) {
+  std::vector<Task> tasks;
+  if (!make_tasks(count, ch, &tasks, error)) return false;
+  const double start = sg4::Engine::get_clock();
+  if (!run_tasks(tasks, error)) return false;
   *time_us = (sg4::Engine::get_clock() - start) * 1e6;
   return true;
 }

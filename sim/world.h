@@ -65,6 +65,21 @@ class World {
   // Runs every size of the config from the calling actor (the controller); fills out->sizes.
   bool run_sizes(SimResult* out, std::string* error, const SimProgress& progress);
 
+  // One rank's part of a collective, on the caller's buffers (the runtime's sim backend, session.h):
+  // spawns the rank's channel actors and returns when they are done. Every rank of the collective
+  // must be launched the same way (from its own actor) for it to complete.
+  struct RankOp {
+    CollKind coll = CollKind::kAllReduce;
+    SimType type = SimType::kFloat32;
+    size_t count = 0;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    int root = 0;
+    RedOpArg redop{RedOpKind::kSum, 0, 1};
+    uint64_t op_count = 0;
+  };
+  bool run_rank_op(int rank, const RankOp& op, std::string* error);
+
   // ---- what SimExec uses ----
   bool payload() const { return cfg_.payload; }
   simgrid::s4u::Host* rank_host(int rank) const { return rank_host_[rank]; }
@@ -101,9 +116,16 @@ class World {
     ConnInfo* send = nullptr;
     TreeConns tconns{};
     const TreeLinks* tree = nullptr;  // tree all_reduce: this rank's links
+    SimCollFn ring_fn = nullptr;
+    SimTreeFn tree_fn = nullptr;
   };
+  CollWork work_for(CollKind coll, size_t count, size_t esize, int root, RedOpArg redop, const Choice& ch) const;
+  bool append_rank_tasks(const CollWork& w, SimType type, const Choice& ch, std::vector<Task>* tasks,
+                         std::string* error);
   bool make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error);
   bool run_task(SimExec& ex, const Task& t);
+  // One actor per task (after the launch latency); returns once every one has finished.
+  bool run_tasks(std::vector<Task>& tasks, std::string* error);
   // The flow level (world.cc): counting pass, one SimGrid flow per GPU pair, pipelined step model.
   bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error);
   SimConn& conn(int channel, int from, int to, int proto);
@@ -132,9 +154,8 @@ class World {
   // payload buffers per rank
   std::vector<std::vector<unsigned char>> send_, recv_;
   uint64_t op_count_ = 0;
-  SimCollFn ring_fn_ = nullptr;
-  SimTreeFn tree_fn_ = nullptr;
-  std::vector<std::vector<int>> ring2_;  // per channel: the ring twice over (RingView storage)
+  std::vector<std::vector<int>> ring2_;     // per channel: the ring twice over (RingView storage)
+  std::vector<std::vector<int>> ring_pos_;  // per channel: each rank's position on the ring
   std::unordered_map<const void*, std::pair<size_t, double>> flow_done_;  // flow -> (pair, completion time)
   uint64_t transfers_ = 0;
   int proto_buff_[kNumProtocols] = {524288, 4915200, 4 << 20};

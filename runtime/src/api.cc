@@ -15,6 +15,7 @@
 #include "cclab/cclab.h"
 #include "comm.h"
 #include "enqueue.h"
+#include "sim_backend.h"
 #include "kernels/dtypes.h"
 
 using namespace cclab;
@@ -676,11 +677,27 @@ CCLAB_ALIAS(ncclResult_t, ncclGroupSimulateEnd, (ncclSimInfo_t*))
 // ---- cclab extensions -------------------------------------------------------------------------------
 
 namespace {
-cclabBackend_t g_backend = cclabBackendHost;
+std::atomic<int> g_backend{-1};  // -1: not chosen yet (CCLAB_BACKEND decides on first use)
 }
 
+namespace cclab {
+cclabBackend_t current_backend() {
+  int b = g_backend.load();
+  if (b < 0) {
+    const std::string env = param_str("CCLAB_BACKEND", "host");
+    b = env == "sim" ? cclabBackendSim : cclabBackendHost;
+    if (env != "sim" && env != "host")
+      CCLAB_WARN("CCLAB_BACKEND=%s: unknown or not built (host, sim); using host", env.c_str());
+    int expected = -1;
+    g_backend.compare_exchange_strong(expected, b);
+    b = g_backend.load();
+  }
+  return static_cast<cclabBackend_t>(b);
+}
+}  // namespace cclab
+
 extern "C" ncclResult_t cclabSetBackend(cclabBackend_t b) {
-  if (b != cclabBackendHost)
+  if (b != cclabBackendHost && b != cclabBackendSim)
     return report_error(ncclInvalidArgument, "cclabSetBackend: backend %s is not built into this cclab",
                         cclabBackendName(b));
   g_backend = b;
@@ -688,7 +705,7 @@ extern "C" ncclResult_t cclabSetBackend(cclabBackend_t b) {
 }
 extern "C" ncclResult_t cclabGetBackend(cclabBackend_t* b) {
   if (!b) return report_error(ncclInvalidArgument, "cclabGetBackend: backend is NULL");
-  *b = g_backend;
+  *b = current_backend();
   return ncclSuccess;
 }
 extern "C" const char* cclabBackendName(cclabBackend_t b) {
@@ -709,7 +726,37 @@ extern "C" ncclResult_t cclabStreamSynchronize(cudaStream_t s) {
   bool valid = true;
   HostStream* hs = host_stream_lookup(s, &valid);
   if (!valid) return report_error(ncclInvalidArgument, "cclabStreamSynchronize: %p is not a host stream", (void*)s);
+  ncclResult_t r = sim_synchronize("cclabStreamSynchronize");
+  if (r != ncclSuccess) return r;
   return hs ? hs->synchronize() : ncclSuccess;
+}
+extern "C" ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee) {
+  bool v1 = true, v2 = true;
+  HostStream* a = host_stream_lookup(waiter, &v1);
+  HostStream* b = host_stream_lookup(waitee, &v2);
+  if (!v1 || !v2)
+    return report_error(ncclInvalidArgument, "cclabStreamWaitStream: %p is not a host stream",
+                        (void*)(!v1 ? waiter : waitee));
+  if (sim_waits(waiter, waitee)) return ncclSuccess;
+  if (a == nullptr || b == nullptr || a == b) return ncclSuccess;  // the NULL stream is always complete
+  const uint64_t target = b->enqueued_count();
+  a->enqueue([b, target] {
+    b->wait_for(target);
+    return ncclSuccess;
+  });
+  return ncclSuccess;
+}
+extern "C" ncclResult_t cclabSimKernel(cudaStream_t stream, int rank, double flops, double seconds) {
+  bool valid = true;
+  host_stream_lookup(stream, &valid);
+  if (!valid) return report_error(ncclInvalidArgument, "cclabSimKernel: %p is not a host stream", (void*)stream);
+  if (!(flops >= 0) || !(seconds >= 0))
+    return report_error(ncclInvalidArgument, "cclabSimKernel: flops (%g) and seconds (%g) must be >= 0", flops, seconds);
+  return sim_kernel(stream, rank, flops, seconds);
+}
+extern "C" ncclResult_t cclabSimTime(double* us) {
+  if (!us) return report_error(ncclInvalidArgument, "cclabSimTime: us is NULL");
+  return sim_time(us);
 }
 extern "C" ncclResult_t cclabStreamQuery(cudaStream_t s) {
   bool valid = true;

@@ -1,5 +1,6 @@
 // Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
 #include "comm.h"
+#include "sim_backend.h"
 
 #include <unistd.h>
 
@@ -265,6 +266,10 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   // Topology, rings, trees and the cost model (comm_topo.cc).
   r = setup_topology(comm);
   if (r != ncclSuccess) return r;
+  if (comm->sim) {
+    r = sim_attach(comm);
+    if (r != ncclSuccess) return r;
+  }
   // The rings' Simple connections now, so that a missing transport fails init; the other protocols
   // and the trees connect on first use (NCCL's runtime connect).
   if (comm->nranks > 1) {
@@ -413,6 +418,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 
   auto* comm = new ncclComm;
   comm->magic = kCommMagic;
+  comm->sim = current_backend() == cclabBackendSim;
   comm->rank = rank;
   comm->nranks = nranks;
   comm->dev = dev;

@@ -112,6 +112,7 @@ struct ncclComm {
   bool finalized = false;
   int shrink_count = 0;  // ncclCommShrink calls on this communicator (tags their bootstrap messages)
   double timeout_s = 0;
+  bool sim = false;  // created under the sim backend: collectives run in the process's simulated world
 };
 
 namespace cclab {
@@ -122,6 +123,9 @@ constexpr uint64_t kCommMagic = 0x63636c6162636f6dull;  // "cclabcom"
 ncclResult_t check_comm(ncclComm_t comm, const char* fn);
 // ... and that its (possibly non-blocking) init has finished successfully.
 ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn);
+
+// The backend new communicators use (cclabSetBackend, or CCLAB_BACKEND=host|sim).
+cclabBackend_t current_backend();
 
 // Records an asynchronous error (first one wins) and its message.
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg);

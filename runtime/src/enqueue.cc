@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "host_kernels.h"
+#include "sim_backend.h"
 #include "kernels/collectives.h"
 #include "kernels/dtypes.h"
 
@@ -76,6 +77,8 @@ uint64_t float_as_type_bits(double v, ncclDataType_t t) {
   }
 }
 
+}  // namespace
+
 RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t) {
   switch (op) {
     case ncclSum: return RedOpArg{RedOpKind::kSum, 0, comm->nranks};
@@ -97,6 +100,8 @@ RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t) {
     }
   }
 }
+
+namespace {
 
 ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what) {
   ncclResult_t code = ex.failure() == WaitFailure::kAborted     ? ncclInternalError
@@ -261,6 +266,7 @@ ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
 }
 
 ncclResult_t launch(std::vector<OpDesc>& ops) {
+  if (!ops.empty() && ops.front().comm->sim) return sim_launch(ops);
   // Split by communicator, keeping each communicator's order.
   std::vector<ncclComm_t> order;
   std::map<ncclComm_t, std::vector<OpDesc>> plans;

@@ -23,6 +23,9 @@ struct OpDesc {
   const char* fn = "";
 };
 
+// The executor's reduction argument of `op` on `t` (ncclAvg, PreMulSum scalars, ...).
+RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
+
 // Records the op in the current group, or runs it now (as a group of one) outside a group.
 ncclResult_t enqueue(const OpDesc& op);
 

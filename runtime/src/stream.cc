@@ -1,5 +1,6 @@
 #include "stream.h"
 
+#include <chrono>
 #include <unordered_set>
 
 #include "base/log.h"
@@ -40,6 +41,17 @@ ncclResult_t HostStream::synchronize() {
   if (e != ncclSuccess) set_last_error(error_msg_.c_str());
   error_msg_.clear();
   return e;
+}
+
+uint64_t HostStream::enqueued_count() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return enqueued_;
+}
+
+void HostStream::wait_for(uint64_t target) {
+  std::unique_lock<std::mutex> lk(mu_);
+  // Synchronizers are woken only at their own target; poll at 1 ms for ours.
+  while (completed_ < target) done_cv_.wait_for(lk, std::chrono::milliseconds(1));
 }
 
 bool HostStream::idle() {

@@ -25,6 +25,10 @@ class HostStream {
   // Waits for everything queued so far; returns (and clears) the first error.
   ncclResult_t synchronize();
   bool idle();
+  // Operations queued so far, and a wait (without consuming errors) until the first `target` of them
+  // have completed: cclabStreamWaitStream's event.
+  uint64_t enqueued_count();
+  void wait_for(uint64_t target);
 
  private:
   void run();

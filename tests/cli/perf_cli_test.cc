@@ -64,7 +64,7 @@ TEST(PerfCli, HelpVersionAndSubcommands) {
   r = run("perf --help");
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.output.find("--nprocs"), std::string::npos) << r.output;
-  for (const char* planned : {"sim", "viz", "trace"}) {
+  for (const char* planned : {"viz", "trace"}) {
     r = run(planned);
     EXPECT_EQ(r.status, 2) << planned;
     EXPECT_NE(r.output.find(std::string("subcommand '") + planned + "' is not available in this build"),

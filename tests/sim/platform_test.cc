@@ -157,11 +157,11 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
     lines.push_back(d.substr(start, nl - start));
     start = nl + 1;
   }
-  // header + 2 per GPU + 5 efficiencies + 3 step overheads + launch
-  ASSERT_EQ(lines.size(), 1u + 2 * 4 + 5 + 3 + 1) << d;
+  // header + 3 per GPU (SMs, copy rate, tensor peak) + 5 efficiencies + 3 step overheads + launch
+  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 1) << d;
   EXPECT_EQ(d.find("(no source)"), std::string::npos) << d;
   for (const char* name : {"gpu.sm70 (V100).sms", "gpu.sm70 (V100).sm_copy", "gpu.sm80 (A100).sm_copy",
-                           "gpu.sm90 (H100 SXM).sms", "gpu.sm100 (B200).sm_copy", "efficiency.nvlink",
+                           "gpu.sm90 (H100 SXM).sms", "gpu.sm100 (B200).sm_copy", "gpu.sm90 (H100 SXM).tflops", "efficiency.nvlink",
                            "efficiency.pcie", "efficiency.sys", "efficiency.net", "efficiency.loc",
                            "step_overhead.LL ", "step_overhead.LL128", "step_overhead.Simple", "launch"}) {
     EXPECT_NE(d.find(name), std::string::npos) << name << "\n" << d;

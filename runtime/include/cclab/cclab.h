@@ -31,7 +31,7 @@ extern "C" {
 /* ---- Backends ---------------------------------------------------------------------------------- */
 typedef enum {
   cclabBackendHost = 0, /* CPU threads or processes play the GPUs; device memory is host memory */
-  cclabBackendSim = 1,  /* SimGrid model of the fabric (later issue) */
+  cclabBackendSim = 1,  /* SimGrid model of the fabric: collectives run in simulated time (docs/simulator.md) */
   cclabBackendCuda = 2, /* real GPUs (later issue) */
 } cclabBackend_t;
 
@@ -52,6 +52,22 @@ ncclResult_t cclabStreamSynchronize(cudaStream_t stream);
 /* Returns ncclSuccess when the stream is idle, ncclInProgress while work is pending. */
 ncclResult_t cclabStreamQuery(cudaStream_t stream);
 ncclResult_t cclabStreamDestroy(cudaStream_t stream);
+
+/* Work queued on `waiter` after this call starts once everything queued on `waitee` before it has
+ * completed (cudaEventRecord on waitee + cudaStreamWaitEvent on waiter). */
+ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee);
+
+/* ---- Simulated time (sim backend) ------------------------------------------------------------------
+ * Under CCLAB_BACKEND=sim (or cclabSetBackend(cclabBackendSim)) communicators run their collectives in
+ * the process's simulated world (CCLAB_TOPO=PRESET[:MACHINES] or NCCL_TOPO_FILE; dgx-h100 by default)
+ * on the program's host buffers; a stream synchronisation (or a NULL-stream call) simulates what is
+ * queued. Queue every rank's part of a collective before synchronising (drive all ranks from one
+ * thread). On the host backend these calls do nothing (cclabSimTime fails), so one program runs on both.
+ *
+ * cclabSimKernel: queues a compute kernel on `stream` for the GPU `rank` plays, lasting `seconds` plus
+ * `flops` at the GPU's tensor peak (sim/calibration.cc). cclabSimTime: the simulated clock, microseconds. */
+ncclResult_t cclabSimKernel(cudaStream_t stream, int rank, double flops, double seconds);
+ncclResult_t cclabSimTime(double* us);
 
 /* Copies bytes between two buffers of the current backend's memory (host memory on the host
  * backend, device memory on CUDA). */
