@@ -12,6 +12,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "kernels/describe.h"
 #include "kernels/dtypes.h"
 #include "sim/world.h"
 
@@ -80,14 +81,11 @@ double bus_factor(CollKind coll, int n) {
 }
 
 std::string format_events(const std::vector<StepRecord>& events) {
-  static const char* prims[] = {"send",          "recv",           "recvReduceSend", "recvReduceCopySend",
-                                "recvCopySend",  "copySend",       "recvReduceCopy", "localCopy",
-                                "sendFromOutput"};
   std::string out;
   char line[256];
   for (const StepRecord& e : events) {
     snprintf(line, sizeof line, "%.6f %.6f r%d c%d %s send=%d recv=%d step=%llu bytes=%zu op=%llu\n", e.begin_us,
-             e.end_us, e.rank, e.channel, prims[static_cast<int>(e.prim)], e.send_peer, e.recv_peer,
+             e.end_us, e.rank, e.channel, prim_name(e.prim), e.send_peer, e.recv_peer,
              static_cast<unsigned long long>(e.step), e.bytes, static_cast<unsigned long long>(e.op_count));
     out += line;
   }

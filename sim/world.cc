@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "kernels/collectives.h"
+#include "kernels/describe.h"
 #include "kernels/dtypes.h"
 
 namespace sg4 = simgrid::s4u;
@@ -137,28 +138,6 @@ void SimExec::observe(const StepRecord& r) { world_->record(r); }
 // ---- World --------------------------------------------------------------------------------------
 
 namespace {
-
-const char* prim_name(PrimKind p) {
-  switch (p) {
-    case PrimKind::kSend: return "send";
-    case PrimKind::kRecv: return "recv";
-    case PrimKind::kRecvReduceSend: return "recvReduceSend";
-    case PrimKind::kRecvReduceCopySend: return "recvReduceCopySend";
-    case PrimKind::kRecvCopySend: return "recvCopySend";
-    case PrimKind::kCopySend: return "copySend";
-    case PrimKind::kRecvReduceCopy: return "recvReduceCopy";
-    case PrimKind::kLocalCopy: return "localCopy";
-    case PrimKind::kSendFromOutput: return "sendFromOutput";
-  }
-  return "?";
-}
-
-std::string describe_site(const WaitSite& s) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s from rank %d for step %llu (%s)", s.rank, s.channel,
-           s.for_data ? "data" : "FIFO credits", s.peer, static_cast<unsigned long long>(s.step), prim_name(s.prim));
-  return buf;
-}
 
 // A stand-in address for buffers that timing-only mode never touches (the schedules only do offset
 // arithmetic on them).
@@ -345,9 +324,9 @@ std::string World::describe_failure(const SimExec& ex) const {
                ex.mismatch_got());
       return buf;
     case SimFailure::kFlagMissing:
-      return "a line flag was not set after its step's doorbell: " + describe_site(s);
+      return "a line flag was not set after its step's doorbell: " + describe_wait(s);
     case SimFailure::kAborted:
-      return "aborted while " + describe_site(s);
+      return "aborted while " + describe_wait(s);
     case SimFailure::kNone:
       break;
   }
@@ -359,7 +338,7 @@ std::string World::describe_stuck() const {
   int shown = 0;
   for (const CounterWait& w : waits_) {
     if (w.actor == nullptr) continue;
-    if (shown++ < 8) out += "\n  " + describe_site(w.site);
+    if (shown++ < 8) out += "\n  " + describe_wait(w.site);
   }
   if (shown > 8) out += "\n  ... and " + std::to_string(shown - 8) + " more";
   return out;

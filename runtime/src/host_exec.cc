@@ -7,33 +7,9 @@
 #include <string>
 
 #include "base/log.h"
+#include "kernels/describe.h"
 
 namespace cclab {
-namespace {
-
-const char* prim_name(PrimKind p) {
-  switch (p) {
-    case PrimKind::kSend: return "send";
-    case PrimKind::kRecv: return "recv";
-    case PrimKind::kRecvReduceSend: return "recvReduceSend";
-    case PrimKind::kRecvReduceCopySend: return "recvReduceCopySend";
-    case PrimKind::kRecvCopySend: return "recvCopySend";
-    case PrimKind::kCopySend: return "copySend";
-    case PrimKind::kRecvReduceCopy: return "recvReduceCopy";
-    case PrimKind::kLocalCopy: return "localCopy";
-    case PrimKind::kSendFromOutput: return "sendFromOutput";
-  }
-  return "?";
-}
-
-}  // namespace
-
-std::string describe_wait(const WaitSite& s) {
-  char buf[256];
-  snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s from rank %d for step %llu (%s)", s.rank, s.channel,
-           s.for_data ? "data" : "FIFO credits", s.peer, static_cast<unsigned long long>(s.step), prim_name(s.prim));
-  return buf;
-}
 
 std::string HostExec::failure_message() const {
   char buf[512];

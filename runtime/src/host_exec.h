@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cclab/cclab.h"
+#include "kernels/describe.h"
 #include "kernels/primitives.h"
 #include "kernels/reduce_copy.h"
 #include "sync.h"
@@ -120,8 +121,5 @@ class HostExec {
   bool flag_warned_ = false;  // poll_backoff warned about a stuck flag wait
 };
 
-// Human-readable description of a wait ("rank 1 channel 0 waiting for data from rank 0 for step 4
-// (recvReduceSend)").
-std::string describe_wait(const WaitSite& site);
 
 }  // namespace cclab
