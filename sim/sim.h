@@ -69,7 +69,7 @@ struct SimConfig {
 
   bool payload = false;          // move and reduce real bytes, verify the results
   SimLevel level = SimLevel::kAuto;
-  uint64_t step_limit = 2000000; // kAuto: largest run (in slices) simulated at step level
+  uint64_t step_limit = 300000;  // kAuto: largest run (in slices) simulated at step level (~15 s)
   bool record_events = false;    // keep every step (SimResult::events)
 
   Calibration calibration = default_calibration();

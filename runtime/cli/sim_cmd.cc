@@ -649,7 +649,7 @@ std::string sim_usage() {
          "  --payload                move and reduce real bytes and check the results (#wrong column)\n"
          "  --level auto|step|flow   every slice a SimGrid communication (step), one flow per connection\n"
          "                           (flow), or step while the run is small enough (auto, the default)\n"
-         "  --step-limit N           auto: largest run, in slices, simulated at step level (default 2000000)\n"
+         "  --step-limit N           auto: largest run, in slices, simulated at step level (default 300000)\n"
          "  --algo LIST              NCCL_ALGO syntax (default: $NCCL_ALGO, else the tuner chooses)\n"
          "  --proto LIST             NCCL_PROTO syntax (default: $NCCL_PROTO)\n"
          "  --min-channels N         NCCL_MIN_NCHANNELS (default: $NCCL_MIN_NCHANNELS)\n"

@@ -103,7 +103,7 @@ TEST(SimFlags, Defaults) {
   EXPECT_EQ(c.max_channels, 0);
   EXPECT_FALSE(c.payload);
   EXPECT_EQ(c.level, SimLevel::kAuto);
-  EXPECT_EQ(c.step_limit, 2000000u);
+  EXPECT_EQ(c.step_limit, 300000u);
   EXPECT_FALSE(c.record_events);
   EXPECT_EQ(c.what_if.nvlink_bw, 0);
   EXPECT_EQ(c.what_if.nic_bw, 0);
