@@ -14,11 +14,18 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.h"
 #include "perf_report.h"
 #include "sim_cmd.h"
 
 namespace cclab {
 namespace {
+
+using cli_test::fields_of;
+using cli_test::lines_of;
+using cli_test::read_file;
+using cli_test::RunResult;
+using cli_test::table_rows;
 
 using sim::SimConfig;
 using sim::SimLevel;
@@ -27,30 +34,6 @@ using sim::SimSizeResult;
 using sim::SimType;
 
 constexpr size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> f;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) f.push_back(w);
-  return f;
-}
-
-// Rows of a report: lines not starting with '#', split at whitespace.
-std::vector<std::vector<std::string>> table_rows(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& line : lines_of(text)) {
-    if (line.empty() || line[0] == '#') continue;
-    rows.push_back(fields_of(line));
-  }
-  return rows;
-}
 
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> f;
@@ -741,39 +724,9 @@ TEST(SimReport, CompareTableAndJson) {
 
 #ifdef CCLAB_CLI_PATH
 // ---- the executable on the simulator ------------------------------------------------------------------
-std::string temp_path(const std::string& stem) {
-  return (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/cclab_sim_cmd_" +
-         std::to_string(getpid()) + "_" + stem;
-}
+std::string temp_path(const std::string& stem) { return cli_test::temp_path("cclab_sim_cmd", stem); }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-RunResult run(const std::string& args) {
-  const std::string err_file = temp_path("stderr.txt");
-  const std::string cmd = std::string(CCLAB_CLI_PATH) + " " + args + " 2>" + err_file;
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int ws = pclose(p);
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-  r.err = read_file(err_file);
-  std::remove(err_file.c_str());
-  return r;
-}
+RunResult run(const std::string& args) { return cli_test::run_command(CCLAB_CLI_PATH, args, "", "cclab_sim_cmd"); }
 
 TEST(SimCli, AllReduceThreeSizesCsvJson) {
   const std::string csv = temp_path("out.csv"), json = temp_path("out.json");

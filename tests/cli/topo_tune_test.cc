@@ -17,45 +17,25 @@
 #include "graph/search.h"
 #include "graph/topo.h"
 #include "graph/tuning.h"
+#include "cli_test_util.h"
 #include "topo_cmd.h"
 #include "tune_cmd.h"
 
 namespace cclab {
 namespace {
 
+using cli_test::fields_of;
+using cli_test::lines_of;
+using cli_test::RunResult;
+using cli_test::table_rows;
+
 constexpr size_t KiB = 1024, MiB = KiB * 1024, GiB = MiB * 1024;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> f;
-  std::istringstream in(line);
-  for (std::string w; in >> w;) f.push_back(w);
-  return f;
-}
-
-// The table rows (not starting with '#') of `cclab tune` output, split into fields:
-// size, 6 times, choice, channels, threads.
-std::vector<std::vector<std::string>> table_rows(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& line : lines_of(text)) {
-    if (line.empty() || line[0] == '#') continue;
-    rows.push_back(fields_of(line));
-  }
-  return rows;
-}
+// table_rows: the rows of `cclab tune` output, split into fields: size, 6 times, choice, channels, threads.
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
-std::string temp_path(const std::string& stem) {
-  return (std::getenv("TMPDIR") ? std::string(std::getenv("TMPDIR")) : std::string("/tmp")) + "/cclab_topo_tune_" +
-         std::to_string(getpid()) + "_" + stem;
-}
+std::string temp_path(const std::string& stem) { return cli_test::temp_path("cclab_topo_tune", stem); }
 
 // ---- sizes and names ---------------------------------------------------------------------------------
 TEST(TuneSizes, DefaultSweepIs8BytesTo8GiBByTwo) {
@@ -529,29 +509,8 @@ TEST(TuneTable, DgxH100AllReduceChoices) {
 
 #ifdef CCLAB_CLI_PATH
 // ---- the executable ----------------------------------------------------------------------------------
-struct RunResult {
-  int status = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
 RunResult run(const std::string& args, const std::string& env = "") {
-  const std::string err_file = temp_path("stderr.txt");
-  const std::string cmd = env + (env.empty() ? "" : " ") + CCLAB_CLI_PATH + " " + args + " 2>" + err_file;
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int ws = pclose(p);
-  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-  std::ifstream f(err_file);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  r.err = ss.str();
-  std::remove(err_file.c_str());
-  return r;
+  return cli_test::run_command(CCLAB_CLI_PATH, args, env, "cclab_topo_tune");
 }
 
 TEST(ToolsCli, DispatchedAndListedInHelp) {
