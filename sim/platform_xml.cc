@@ -21,22 +21,8 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
-// XML attribute value: escape the five special characters.
-std::string attr(const std::string& s) {
-  std::string o;
-  o.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\'': o += "&apos;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+// XML attribute value: the graph layer's xml_escape.
+std::string attr(const std::string& s) { return xml_escape(s); }
 
 // Text inside an XML comment: no "--" (nor a trailing '-').
 std::string comment_text(std::string s) {

@@ -257,6 +257,9 @@ bool read_topology_xml_string(const std::string& text, const std::string& name_f
 bool write_topology_xml(const Topology& topo, const std::string& path, std::string* error);
 std::string topology_xml_string(const Topology& topo);
 
+// `s` as XML attribute or text content: & < > " ' as entities.
+std::string xml_escape(const std::string& s);
+
 // Writes `text` to `path` (created or truncated); false with *error = "PATH: what went wrong".
 bool write_text_file(const std::string& path, const std::string& text, std::string* error);
 

@@ -276,19 +276,6 @@ bool parse_double(const char* s, double* out) {
   return true;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
 
 const char* arch_string(CpuArch a) {
   switch (a) {
@@ -1227,6 +1214,22 @@ std::string topology_xml_string(const Topology& topo) { return XmlTopoWriter(top
 
 bool write_topology_xml(const Topology& topo, const std::string& path, std::string* error) {
   return write_text_file(path, topology_xml_string(topo), error);
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      case '\'': o += "&apos;"; break;
+      default: o += c;
+    }
+  }
+  return o;
 }
 
 }  // namespace cclab
