@@ -60,8 +60,11 @@ TEST(SimBackend, CollectivesAreExactAndTakeSimulatedTime) {
                               use_streams ? w.streams[r] : nullptr),
                 ncclSuccess);
     ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
-    if (use_streams)
-      for (auto s : w.streams) ASSERT_EQ(cclabStreamSynchronize(s), ncclSuccess) << ncclGetLastError(nullptr);
+    if (use_streams) {
+      for (auto s : w.streams) {
+        ASSERT_EQ(cclabStreamSynchronize(s), ncclSuccess) << ncclGetLastError(nullptr);
+      }
+    }
     EXPECT_GT(sim_now(), t0);
     for (int r = 0; r < kRanks; ++r)
       for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[r][i], 10.0f * (i % 13)) << r << " " << i;
@@ -100,7 +103,9 @@ TEST(SimBackend, KernelsAndStreamWaits) {
     for (int r = 0; r < kRanks; ++r) EXPECT_EQ(cclabSimKernel(compute[r], r, 0, 200e-6), ncclSuccess);
     EXPECT_EQ(ncclGroupStart(), ncclSuccess);
     for (int r = 0; r < kRanks; ++r) {
-      if (wait) EXPECT_EQ(cclabStreamWaitStream(w.streams[r], compute[r]), ncclSuccess);
+      if (wait) {
+        EXPECT_EQ(cclabStreamWaitStream(w.streams[r], compute[r]), ncclSuccess);
+      }
       EXPECT_EQ(ncclAllReduce(buf[r].data(), buf[r].data(), buf[r].size(), ncclFloat, ncclSum, w.comms[r],
                               w.streams[r]),
                 ncclSuccess);
