@@ -129,14 +129,16 @@ class PrimitivesBase {
 
   // One event per peer a slice went to (or, for a receive-only step, came from).
   // ns / nr: how many of the send / recv connections this primitive used.
+  // off: byte offset of the slice in the buffer; td: when its up-front waits ended.
   CCLAB_HD void observe_slice(int ns, const uint64_t* send_steps, int nr, const uint64_t* recv_steps, PrimKind prim,
-                              size_t bytes, double t0) {
+                              size_t bytes, double t0, size_t off, double td) {
     const int nrec = ns > nr ? ns : (nr > 0 ? nr : 1);
     const double t1 = exec_.now_us();
     for (int i = 0; i < nrec; ++i) {
       const bool s = i < ns, r = i < nr;
       StepRecord rec{rank_, channel_, s ? sends_[i]->peer : -1, r ? recvs_[i]->peer : -1,
-                     s ? send_steps[i] : (r ? recv_steps[i] : 0), prim, coll_, op_count_, bytes, t0, t1};
+                     s ? send_steps[i] : (r ? recv_steps[i] : 0), prim, coll_, op_count_, bytes, t0, t1,
+                     static_cast<uint64_t>(off), td};
       exec_.observe(rec);
     }
   }
@@ -262,6 +264,7 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
             exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got))
           return abort_now();
       }
+      const double td = obs ? exec_.now_us() : 0.0;
       if (n > 0) {
         const T* rsrc[kMaxFan] = {};
         for (int i = 0; i < nr; ++i) rsrc[i] = reinterpret_cast<const T*>(recvs_[i]->slot(recv_step[i]));
@@ -283,7 +286,9 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         c->step = send_step[j] + kStepsPerSlice;
         exec_.post(&c->hdr->tail, c->step);
       }
-      if (obs) this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0);
+      if (obs)
+        this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0,
+                            ((DST ? out_off : in_off) + offset) * sizeof(T), td);
       offset += n;
     }
   }

@@ -100,6 +100,7 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         recv_step[i] = recvs_[i]->step;
         rl[i] = reinterpret_cast<Line*>(recvs_[i]->slot(recv_step[i]));
       }
+      const double td = obs ? exec_.now_us() : 0.0;
       // Lines are handled kGroupLines at a time: each received line is unpacked into `a` (waiting for
       // its flag), the group is combined with the input in one data loop, and the result is packed
       // into each outgoing line. (On a GPU each thread takes one line of a group.)
@@ -162,7 +163,9 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         sc->step = send_step[j] + 1;
         exec_.doorbell(&sc->hdr->tail, sc->step);  // every line of the step is stored
       }
-      if (obs) this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0);
+      if (obs)
+        this->observe_slice(ns, send_step, nr, recv_step, prim, n * sizeof(T), t0,
+                            ((DST ? out_off : in_off) + offset) * sizeof(T), td);
       offset += n;
     }
   }

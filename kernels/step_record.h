@@ -40,8 +40,11 @@ struct StepRecord {
   CollKind coll;
   uint64_t op_count;
   size_t bytes;     // payload bytes
-  double begin_us;  // executor clock
-  double end_us;
+  double begin_us;  // executor clock: the step started waiting
+  double end_us;    // its data was posted
+  uint64_t offset;  // byte offset of the slice in the rank's buffer (which chunk it is)
+  double data_us;   // its up-front waits were satisfied and data started to move (Simple: credits and
+                    // data; LL/LL128: credits, the lines are awaited as they arrive)
 };
 
 }  // namespace cclab

@@ -256,6 +256,11 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
   const size_t esize = sim_type_size(cfg_.type);
   const bool per_rank = cfg_.coll == CollKind::kAllGather || cfg_.coll == CollKind::kReduceScatter;
   int done = 0;
+  if (!live_start(error)) return false;
+  struct LiveEnd {
+    World* w;
+    ~LiveEnd() { w->live_finish(); }
+  } live_end{this};
   for (size_t bytes : sizes) {
     // nccl-tests' counts: per-rank chunks of all_gather / reduce_scatter, whole buffers otherwise.
     const size_t count = per_rank ? bytes / esize / nranks_ : bytes / esize;
@@ -276,11 +281,13 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
                       ? SimLevel::kFlow
                       : SimLevel::kStep;
     if (cfg_.payload) fill_inputs(count);
+    live_proto_ = ch.proto;
     const uint64_t before = transfers_;
     uint64_t flows = 0;
     double sum = 0;
     for (int it = 0; it < cfg_.warmup + cfg_.iters; ++it) {
       double t = 0;
+      const double clock0 = sg4::Engine::get_clock();
       const bool ok = res.level == SimLevel::kFlow ? run_flow(count, ch, &t, &flows, error)
                                                    : run_once(count, ch, &t, error);
       if (!ok) {
@@ -288,6 +295,12 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
         return false;
       }
       if (it >= cfg_.warmup) sum += t;
+      if (record_steps_ || live_) {
+        op_records_.push_back(OpRecord{op_count_ - 1, ch.algo, ch.proto, ch.nchannels, res.count, total,
+                                       clock0 * 1e6, sg4::Engine::get_clock() * 1e6, cfg_.coll, cfg_.type, cfg_.op,
+                                       cfg_.root});
+        live_op(op_records_.back());
+      }
     }
     res.slices = res.level == SimLevel::kFlow ? flows : transfers_ - before;
     res.time_us = sum / std::max(1, cfg_.iters);
@@ -305,7 +318,8 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     ld.bytes = link_bytes_[l];
     out->links.push_back(ld);
   }
-  out->events = std::move(events_);
+  if (!cfg_.trace_path.empty() && !write_trace(error)) return false;
+  if (cfg_.record_events) out->events = std::move(events_);
   return true;
 }
 
@@ -400,7 +414,7 @@ nlohmann::json to_json(const SimResult& r) {
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
   for (const StepRecord& e : r.events)
     j["events"].push_back({e.rank, e.channel, e.send_peer, e.recv_peer, e.step, static_cast<int>(e.prim),
-                           static_cast<int>(e.coll), e.op_count, e.bytes, e.begin_us, e.end_us});
+                           static_cast<int>(e.coll), e.op_count, e.bytes, e.begin_us, e.end_us, e.offset, e.data_us});
   return j;
 }
 
@@ -443,6 +457,8 @@ void from_json(const nlohmann::json& j, SimResult* r) {
       e.bytes = a[8];
       e.begin_us = a[9];
       e.end_us = a[10];
+      e.offset = a[11];
+      e.data_us = a[12];
       r->events.push_back(e);
     }
 }

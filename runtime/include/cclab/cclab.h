@@ -112,6 +112,8 @@ typedef struct {
   size_t bytes;      /* payload bytes moved by this step */
   double beginUs;    /* executor clock, microseconds, when the step started waiting */
   double endUs;      /* executor clock, microseconds, when the step's data was posted */
+  uint64_t offset;   /* byte offset of the slice in the rank's buffer (which chunk it is) */
+  double dataUs;     /* executor clock when the step's waits were satisfied and its data began to move */
 } cclabStepEvent_t;
 
 typedef void (*cclabObserverFn)(const cclabStepEvent_t* event, void* userData);
