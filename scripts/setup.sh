@@ -11,7 +11,8 @@ build="${1:-$root/build}"
 shift || true
 
 packages=(build-essential cmake ninja-build ccache pkg-config libgtest-dev libopenmpi-dev openmpi-bin
-          libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsimgrid-dev)
+          libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsimgrid-dev libzstd-dev zlib1g-dev
+          libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri xvfb xauth)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
