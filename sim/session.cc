@@ -1,5 +1,8 @@
 #include "sim/session.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <simgrid/s4u.hpp>
 
 #include <cstdlib>
@@ -77,6 +80,10 @@ Session* Session::get(int nranks, std::string* error) {
     cfg.topo = "dgx-h100";
     cfg.machines = (nranks + 7) / 8;
   }
+  if (const char* t = getenv("CCLAB_TRACE")) cfg.trace_path = t;
+  if (const char* l = getenv("CCLAB_LIVE")) cfg.live_path = l;
+  if (const char* w = getenv("CCLAB_LIVE_WAIT")) cfg.live_wait_s = std::atof(w);
+  cfg.command = "CCLAB_BACKEND=sim program";
   if (const char* a = getenv("NCCL_ALGO")) cfg.algo = a;
   if (const char* p = getenv("NCCL_PROTO")) cfg.proto = p;
   std::unique_ptr<Session> s(new Session());
@@ -96,7 +103,18 @@ Session* Session::get(int nranks, std::string* error) {
   im.nranks = nranks;
   Impl* imp = &im;
   sg4::Engine::on_deadlock_cb([imp] { imp->deadlocked = true; });
+  if (!cfg.live_path.empty() && !im.world->live_start(&err))
+    std::fprintf(stderr, "cclab: CCLAB_LIVE: %s; the program goes on without a live stream\n", err.c_str());
   g_session = s.release();
+  if (!cfg.trace_path.empty() || !cfg.live_path.empty())
+    std::atexit([] {  // the trace of everything the program ran (docs/trace-format.md); the live stream ends
+      std::lock_guard<std::mutex> lk(g_mu);
+      if (g_session == nullptr) return;
+      World& w = *g_session->impl_->world;
+      w.live_finish();
+      std::string err;
+      if (w.tracing() && !w.write_trace(&err)) std::fprintf(stderr, "cclab: CCLAB_TRACE: %s\n", err.c_str());
+    });
   return g_session;
 }
 

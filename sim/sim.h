@@ -71,6 +71,11 @@ struct SimConfig {
   SimLevel level = SimLevel::kAuto;
   uint64_t step_limit = 300000;  // kAuto: largest run (in slices) simulated at step level (~15 s)
   bool record_events = false;    // keep every step (SimResult::events)
+  std::string trace_path;        // non-empty: write the run's trace there (docs/trace-format.md); step level
+                                 // sizes carry every step, flow level sizes only their collective
+  std::string live_path;         // non-empty: stream every step live on this Unix socket (trace/live.h)
+  double live_wait_s = 0;        // wait this long for a viewer before simulating
+  std::string command;           // recorded in the trace's META (informational)
 
   Calibration calibration = default_calibration();
 };

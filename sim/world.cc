@@ -463,7 +463,24 @@ bool World::run_rank_op(int rank, const RankOp& op, std::string* error) {
   w.recv = op.recv;
   std::vector<Task> tasks;
   if (!append_rank_tasks(w, op.type, ch, &tasks, error)) return false;
-  return run_tasks(tasks, error);
+  const double begin = sg4::Engine::get_clock() * 1e6;
+  live_proto_ = ch.proto;
+  if (!run_tasks(tasks, error)) return false;
+  if (record_steps_ || live_) {  // one record per collective: the earliest begin, latest end over the ranks
+    auto it = std::find_if(op_records_.begin(), op_records_.end(),
+                           [&](const OpRecord& o) { return o.op_count == op.op_count; });
+    const double end = sg4::Engine::get_clock() * 1e6;
+    if (it == op_records_.end()) {
+      op_records_.push_back(OpRecord{op.op_count, ch.algo, ch.proto, ch.nchannels, op.count, total, begin, end,
+                                     op.coll, op.type, op.redop.kind, op.root});
+      it = op_records_.end() - 1;
+    } else {
+      it->begin_us = std::min(it->begin_us, begin);
+      it->end_us = std::max(it->end_us, end);
+    }
+    if (++it->reports == nranks_) live_op(*it);
+  }
+  return true;
 }
 
 bool World::run_once(size_t count, const Choice& ch, double* time_us, std::string* error) {

@@ -21,6 +21,8 @@
 #include "sim/platform.h"
 #include "sim/sim.h"
 #include "sim/sim_exec.h"
+#include "trace/live.h"
+#include "trace/trace.h"
 
 namespace simgrid {
 namespace s4u {
@@ -56,7 +58,7 @@ SimTreeFn sim_tree_kernel(SimType t);
 
 class World {
  public:
-  World(const SimConfig& cfg) : cfg_(cfg) {}
+  World(const SimConfig& cfg) : cfg_(cfg), record_steps_(cfg.record_events || !cfg.trace_path.empty()) {}
   ~World();
 
   // Model, placement, search, channels, tuner, platform and routes. False with *error.
@@ -89,8 +91,11 @@ class World {
   int rank_gpu(int rank) const { return rank_gpu_[rank]; }
   CounterWait& wait_slot(const ConnCounter* c) { return waits_[c->waiters]; }
   void add_link_bytes(int from_rank, int to_rank, double bytes);
-  bool recording() const { return cfg_.record_events; }
-  void record(const StepRecord& r) { events_.push_back(r); }
+  bool recording() const { return record_steps_ || live_ != nullptr; }
+  void record(const StepRecord& r) {
+    if (record_steps_) events_.push_back(r);
+    if (live_) live_event(r);
+  }
   std::vector<StepRecord>& events() { return events_; }
 
   const Topology& topo() const { return topo_; }
@@ -98,6 +103,14 @@ class World {
   int nchannels() const { return nch_; }
   // The waits actors are suspended on (for a deadlock report).
   std::string describe_stuck() const;
+
+  // Traces (sim/trace_out.cc): the trace of what run_sizes ran, written to cfg.trace_path; the live
+  // stream at cfg.live_path (every step as it is simulated, each collective as it ends).
+  bool write_trace(std::string* error) const;
+  bool tracing() const { return !cfg_.trace_path.empty(); }
+  bool live_start(std::string* error);
+  void live_finish();
+  void trace_header(trace::Trace* t) const;
 
  private:
   struct Choice {
@@ -158,6 +171,28 @@ class World {
   std::vector<std::vector<int>> ring_pos_;  // per channel: each rank's position on the ring
   std::unordered_map<const void*, std::pair<size_t, double>> flow_done_;  // flow -> (pair, completion time)
   uint64_t transfers_ = 0;
+  // Every collective run_sizes ran, for the trace.
+  struct OpRecord {
+    uint64_t op_count = 0;
+    AlgoKind algo = AlgoKind::kRing;
+    int proto = 0;
+    int nchannels = 0;
+    size_t count = 0, bytes = 0;
+    double begin_us = 0, end_us = 0;
+    CollKind coll = CollKind::kAllReduce;
+    SimType type = SimType::kFloat32;
+    RedOpKind redop = RedOpKind::kSum;
+    int root = -1;
+    int reports = 0;  // run_rank_op: ranks that finished it
+  };
+  std::vector<OpRecord> op_records_;
+  trace::Op trace_op(const OpRecord& o) const;
+  void live_event(const StepRecord& r);
+  void live_op(const OpRecord& o);
+  bool record_steps_ = false;                       // record_events or trace_path
+  std::unique_ptr<trace::LiveServer> live_;
+  std::map<std::pair<int, int>, int> live_routes_;  // (src, dst) -> route index in the live header
+  int live_proto_ = 0;                              // protocol of the collective being simulated
   int proto_buff_[kNumProtocols] = {524288, 4915200, 4 << 20};
   friend class SimExec;
 };

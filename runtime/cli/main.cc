@@ -4,6 +4,8 @@
 //   cclab topo --topo dgx-h100                       topology model, paths, rings and trees (topo_cmd.h)
 //   cclab tune --topo dgx-h100 all_reduce            NCCL's cost model over sizes (tune_cmd.h)
 //   cclab sim all_reduce -b 1M -e 1G                 cclab perf on the SimGrid simulator (sim_cmd.h)
+//   cclab trace info|dump|export|merge TRACE         read and convert traces (trace_cmd.h)
+//   cclab viz TRACE                                  the visualiser (viz/viz.h; built with CCLAB_VIZ)
 //   cclab --version
 #include <cstdio>
 #include <cstring>
@@ -17,11 +19,15 @@
 #include "sim_cmd.h"
 #include "topo_cmd.h"
 #include "tune_cmd.h"
+#ifdef CCLAB_HAVE_TRACE_CLI
+#include "trace_cmd.h"
+#endif
+#ifdef CCLAB_HAVE_VIZ
+#include "viz/viz.h"
+#endif
 
 namespace {
 
-// Subcommands planned for later cclab issues; named so that asking for one gets a clear answer.
-constexpr const char* kPlanned[] = {"viz", "trace"};
 
 void print_help() {
   std::printf(
@@ -33,7 +39,9 @@ void print_help() {
       "  perf COLLECTIVE [flags]   measure and check a collective, like nccl-tests (cclab perf --help)\n"
       "  topo --topo PRESET        print a topology model, its paths, rings and trees (cclab topo --help)\n"
       "  tune --topo PRESET COLL   NCCL's predicted time and choice per size (cclab tune --help)\n"
-      "  sim COLLECTIVE [flags]    cclab perf on a simulated machine or cluster (cclab sim --help)\n",
+      "  sim COLLECTIVE [flags]    cclab perf on a simulated machine or cluster (cclab sim --help)\n"
+      "  trace info|dump|export    read a trace, export it for Perfetto (cclab trace --help)\n"
+      "  viz TRACE | --live SOCK   watch a run: topology, channels, links (cclab viz --help)\n",
       NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 }
 
@@ -82,11 +90,23 @@ int main(int argc, char** argv) {
   if (sub == "topo") return cclab::topo_main(std::vector<std::string>(argv + 2, argv + argc));
   if (sub == "tune") return cclab::tune_main(std::vector<std::string>(argv + 2, argv + argc));
   if (sub == "sim") return cclab::sim_main(std::vector<std::string>(argv + 2, argv + argc));
-  for (const char* planned : kPlanned) {
-    if (sub == planned) {
-      std::fprintf(stderr, "cclab: subcommand '%s' is not available in this build\n", planned);
-      return 2;
-    }
+  if (sub == "trace") {
+#ifdef CCLAB_HAVE_TRACE_CLI
+    return cclab::trace_main(std::vector<std::string>(argv + 2, argv + argc));
+#else
+    std::fprintf(stderr, "cclab: subcommand 'trace' is not available in this build\n");
+    return 2;
+#endif
+  }
+  if (sub == "viz") {
+#ifdef CCLAB_HAVE_VIZ
+    return cclab::viz::viz_main(std::vector<std::string>(argv + 2, argv + argc));
+#else
+    std::fprintf(stderr,
+                 "cclab: this build has no visualiser: install libimgui-dev libglfw3-dev libstb-dev and reconfigure "
+                 "with -DCCLAB_VIZ=AUTO or ON (scripts/setup.sh does both)\n");
+    return 2;
+#endif
   }
   std::fprintf(stderr, "cclab: unknown subcommand '%s' (see cclab --help)\n", sub.c_str());
   return 2;

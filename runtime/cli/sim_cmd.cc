@@ -110,6 +110,9 @@ constexpr FlagSpec kFlags[] = {
     {nullptr, "--csv", "--csv", 1, false},
     {nullptr, "--json", "--json", 1, false},
     {nullptr, "--events", "--events", 1, false},
+    {nullptr, "--trace", "--trace", 1, false},
+    {nullptr, "--live", "--live", 1, false},
+    {nullptr, "--live-wait", "--live-wait", 1, false},
     {nullptr, "--links", "--links", 1, false},
     {nullptr, "--calibration", "--calibration", 0, false},
     {nullptr, "--no-progress", "--no-progress", 0, false},
@@ -663,6 +666,10 @@ std::string sim_usage() {
          "Output:\n"
          "  --csv FILE, --json FILE  every row with every field (\"-\" = stdout)\n"
          "  --events FILE            every simulated step, one per line\n"
+         "  --trace FILE             the run's trace for `cclab viz` / `cclab trace` (docs/trace-format.md);\n"
+         "                           step-level sizes carry every step (use --level step for large sizes)\n"
+         "  --live SOCKET            stream every step as it is simulated to `cclab viz --live SOCKET`\n"
+         "  --live-wait SECONDS      wait this long for a viewer before simulating (default 0)\n"
          "  --links N                the N links that moved the most bytes\n"
          "  --calibration            print the simulator's constants and their sources, and exit\n"
          "  --no-progress            no progress line on stderr (it is only shown on a terminal)\n"
@@ -715,7 +722,18 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
   if (c.has("--csv")) o.csv_path = c.get("--csv");
   if (c.has("--json")) o.json_path = c.get("--json");
   if (c.has("--events")) o.events_path = c.get("--events");
-  for (const char* f : {"--csv", "--json", "--events"}) {
+  if (c.has("--trace")) o.run.config.trace_path = c.get("--trace");
+  if (c.has("--live")) o.run.config.live_path = c.get("--live");
+  if (c.has("--live") && o.run.config.live_path.empty()) return fail("--live needs a socket path");
+  if (c.has("--live-wait")) {
+    char* end = nullptr;
+    const std::string v = c.get("--live-wait");
+    o.run.config.live_wait_s = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(o.run.config.live_wait_s >= 0) || o.run.config.live_wait_s > 3600)
+      return fail("--live-wait: expected seconds in [0, 3600], got '" + v + "'");
+  }
+  if (o.run.config.trace_path == "-") return fail("--trace needs a file name (a trace is binary; not stdout)");
+  for (const char* f : {"--csv", "--json", "--events", "--trace"}) {
     if (c.has(f) && c.get(f).empty()) return fail(std::string(f) + " needs a file name (or - for stdout)");
   }
   int stdout_files = 0;
@@ -731,6 +749,8 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
 
   if (c.has("--compare")) {
     if (!o.events_path.empty()) return fail("--events cannot be used with --compare (it records one run)");
+    if (!o.run.config.trace_path.empty()) return fail("--trace cannot be used with --compare (it records one run)");
+    if (!o.run.config.live_path.empty()) return fail("--live cannot be used with --compare (it streams one run)");
     o.compare = true;
     const std::vector<std::string>& strings = c.values.at("--compare");
     for (int k = 0; k < 2; ++k) {

@@ -81,7 +81,9 @@ int sim_main(const std::vector<std::string>& args) {
     std::fputs(sim_usage().c_str(), stdout);
     return kSimExitOk;
   }
-  const SimCmdOptions& o = parsed.options;
+  SimCmdOptions o = parsed.options;
+  o.run.config.command = "cclab sim";
+  for (const std::string& a : args) o.run.config.command += " " + a;
   if (o.calibration) {
     std::fputs(sim::default_calibration().describe().c_str(), stdout);
     return kSimExitOk;

@@ -1,5 +1,6 @@
 // Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
 #include "comm.h"
+#include "recorder.h"
 #include "sim_backend.h"
 
 #include <unistd.h>
@@ -281,6 +282,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   if (r != ncclSuccess) return r;
   comm->lanes = std::make_unique<LanePool>(comm->exec_cfg.spin_us);
   comm->internal_stream = std::make_unique<HostStream>();
+  recorder_attach(comm);
   CCLAB_INFO(kLogInit, "comm %p rank %d nRanks %d nChannels %d buffSize %d pid %d - Init COMPLETE",
              static_cast<void*>(comm), comm->rank, comm->nranks, comm->nchannels, comm->buff_bytes, getpid());
   return ncclSuccess;
@@ -449,6 +451,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 }
 
 void comm_free(ncclComm_t comm) {
+  recorder_detach(comm);
   {
     std::lock_guard<std::mutex> lk(g_live_mu);
     live_comms().erase(comm);

@@ -112,6 +112,7 @@ struct ncclComm {
   bool finalized = false;
   int shrink_count = 0;  // ncclCommShrink calls on this communicator (tags their bootstrap messages)
   double timeout_s = 0;
+  bool recording = false;  // CCLAB_TRACE / CCLAB_LIVE record this communicator (recorder.h)
   bool sim = false;  // created under the sim backend: collectives run in the process's simulated world
 };
 

@@ -3,6 +3,7 @@
 // operation (a host stream's worker, or inline / on the communicator's internal stream for the NULL
 // stream). A plan runs its collectives in order, then all its point-to-point operations together.
 #include "enqueue.h"
+#include "recorder.h"
 
 #include <algorithm>
 #include <map>
@@ -151,7 +152,14 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   }
   HostCollFn fn = host_coll_kernel(op.type);
   HostTreeFn tree_fn = host_tree_kernel(op.type);
-  std::vector<HostExec> execs(w.nchannels, HostExec(comm->exec_cfg));
+  HostExecConfig cfg = comm->exec_cfg;
+  RecordCtx rctx{recorder(), w.proto};
+  if (comm->recording) {
+    cfg.record = recorder_step;
+    cfg.record_data = &rctx;
+  }
+  std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
+  const double t_begin = comm->recording ? now_us() : 0.0;
   std::vector<std::function<void()>> tasks;
   tasks.reserve(w.nchannels);
   for (int c = 0; c < w.nchannels; ++c) {
@@ -181,6 +189,9 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   comm->lanes->run(tasks);
   for (auto& ex : execs)
     if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  if (comm->recording)
+    recorder_op(comm, w.op_count, op.coll, algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
+                total, w.nchannels, t_begin, now_us());
   return ncclSuccess;
 }
 

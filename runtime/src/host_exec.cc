@@ -33,6 +33,8 @@ std::string HostExec::failure_message() const {
 }
 
 void HostExec::observe(const StepRecord& r) const {
+  if (cfg_.record != nullptr) cfg_.record(r, cfg_.record_data);
+  if (cfg_.observer == nullptr) return;
   cclabStepEvent_t e;
   e.rank = r.rank;
   e.channel = r.channel;
@@ -45,6 +47,8 @@ void HostExec::observe(const StepRecord& r) const {
   e.bytes = r.bytes;
   e.beginUs = r.begin_us;
   e.endUs = r.end_us;
+  e.offset = r.offset;
+  e.dataUs = r.data_us;
   cfg_.observer(&e, cfg_.observer_data);
 }
 

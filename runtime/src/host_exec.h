@@ -39,6 +39,8 @@ struct HostExecConfig {
   double stuck_warn_us = 30e6;                   // warn once after this long
   cclabObserverFn observer = nullptr;
   void* observer_data = nullptr;
+  void (*record)(const StepRecord&, void*) = nullptr;  // CCLAB_TRACE / CCLAB_LIVE (recorder.h)
+  void* record_data = nullptr;
 };
 
 class HostExec {
@@ -96,7 +98,7 @@ class HostExec {
   // Describes why the executor stopped ("" when it did not).
   std::string failure_message() const;
 
-  bool observing() const { return cfg_.observer != nullptr; }
+  bool observing() const { return cfg_.observer != nullptr || cfg_.record != nullptr; }
   bool moves_data() const { return true; }
   double now_us() const { return cclab::now_us(); }
   void observe(const StepRecord& r) const;

@@ -1,0 +1,139 @@
+// sim/trace_out.cc - the trace of a simulated run (docs/trace-format.md): the model's topology, the
+// channels' rings and trees, one Op per collective run_sizes ran, every step the executors reported
+// (step level) and the links' load computed from those steps.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <unordered_map>
+
+#include "sim/world.h"
+#include "trace/from_topo.h"
+#include "trace/live.h"
+#include "trace/trace.h"
+
+namespace cclab {
+namespace sim {
+namespace {
+
+const char* redop_label(RedOpKind k) {
+  switch (k) {
+    case RedOpKind::kSum: return "sum";
+    case RedOpKind::kProd: return "prod";
+    case RedOpKind::kMax: return "max";
+    case RedOpKind::kMin: return "min";
+    case RedOpKind::kPreMulSum: return "premulsum";
+    case RedOpKind::kSumPostDiv: return "avg";
+  }
+  return "?";
+}
+
+bool reduces(CollKind c) {
+  return c == CollKind::kAllReduce || c == CollKind::kReduce || c == CollKind::kReduceScatter;
+}
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+void World::trace_header(trace::Trace* out) const {
+  trace::Trace& t = *out;
+  t.meta.tool = "cclab " CCLAB_VERSION_STRING_SIM;
+  t.meta.backend = "sim";
+  t.meta.clock = "simulated";
+  t.meta.command = cfg_.command;
+  t.meta.created = utc_now();
+  for (int c = 0; c < nch_ && c < static_cast<int>(plan_.size()); ++c)
+    t.channels.push_back(trace::make_channel(c, plan_[c].ring, plan_[c].tree_index, plan_[c].tree));
+  trace::set_topology(topo_, rank_gpu_, trace::channel_pairs(t.channels), &t);
+  t.meta.machines = nmachines_;
+}
+
+trace::Op World::trace_op(const OpRecord& o) const {
+  trace::Op op;
+  op.op_count = o.op_count;
+  op.coll = o.coll;
+  op.algo = algo_name(o.algo);
+  op.proto = proto_name(static_cast<ProtoKind>(o.proto));
+  op.type = sim_type_name(o.type);
+  op.redop = reduces(op.coll) ? redop_label(o.redop) : "";
+  op.root = op.coll == CollKind::kBroadcast || op.coll == CollKind::kReduce ? o.root : -1;
+  op.count = o.count;
+  op.bytes = o.bytes;
+  op.nchannels = o.nchannels;
+  op.begin_us = o.begin_us;
+  op.end_us = o.end_us;
+  const double us = o.end_us - o.begin_us;
+  op.algbw = us > 0 ? static_cast<double>(o.bytes) / (us * 1e3) : 0;
+  op.busbw = op.algbw * bus_factor(op.coll, nranks_);
+  return op;
+}
+
+bool World::live_start(std::string* error) {
+  if (cfg_.live_path.empty()) return true;
+  trace::Trace header;
+  trace_header(&header);
+  live_ = std::make_unique<trace::LiveServer>();
+  if (!live_->start(cfg_.live_path, header, cfg_.live_wait_s, error)) {
+    *error = "--live " + cfg_.live_path + ": " + *error;
+    live_.reset();
+    return false;
+  }
+  for (size_t i = 0; i < header.routes.size(); ++i)
+    live_routes_[{header.routes[i].src, header.routes[i].dst}] = static_cast<int>(i);
+  return true;
+}
+
+void World::live_event(const StepRecord& r) {
+  if (!live_->attached()) return;
+  int proto = live_proto_;
+  trace::Event e = trace::event_from_record(r, proto, -1);
+  if (e.send_peer >= 0) {
+    auto it = live_routes_.find({e.rank, e.send_peer});
+    e.route = it == live_routes_.end() ? -1 : it->second;
+  }
+  live_->push(e);
+}
+
+void World::live_op(const OpRecord& o) {
+  if (live_) live_->push_ops({trace_op(o)});
+}
+
+void World::live_finish() {
+  if (live_) live_->finish();
+  live_.reset();
+}
+
+bool World::write_trace(std::string* error) const {
+  trace::Trace t;
+  trace_header(&t);
+
+  std::unordered_map<uint64_t, int> proto_of;
+  for (const OpRecord& o : op_records_) {
+    t.ops.push_back(trace_op(o));
+    proto_of[o.op_count] = o.proto;
+  }
+  t.events.reserve(events_.size());
+  for (const StepRecord& r : events_) {
+    auto it = proto_of.find(r.op_count);
+    t.events.push_back(trace::event_from_record(r, it == proto_of.end() ? kProtoSimple : it->second, -1));
+  }
+  trace::assign_routes(&t);
+  trace::sort_events(&t.events);
+  trace::compute_link_load(&t);
+  std::string err;
+  if (!trace::write_trace(cfg_.trace_path, t, &err)) {
+    *error = "writing the trace: " + err;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sim
+}  // namespace cclab
