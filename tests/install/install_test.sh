@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tests/install/install_test.sh BUILD_DIR SOURCE_DIR - `cmake --install` lays out NCCL's names
+# (include/nccl.h, lib/libnccl.so -> libnccl.so.2) beside cclab's, and a program written for NCCL
+# compiles, links with -lnccl and runs against the installed tree.
+set -euo pipefail
+build="$1"
+src="$2"
+prefix="$(mktemp -d "${TMPDIR:-/tmp}/cclab_install.XXXXXX")"
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+fail() { echo "install_test: $*" >&2; exit 1; }
+libdir="$prefix/lib"
+[ -d "$libdir" ] || libdir="$(dirname "$(find "$prefix" -name 'libnccl.so' | head -1)")"
+for f in include/nccl.h include/cclab/nccl.h include/cclab/cclab.h; do
+  [ -f "$prefix/$f" ] || fail "missing $f"
+done
+for f in libnccl.so libnccl.so.2 libcclab.so libcclab.so.0; do
+  [ -e "$libdir/$f" ] || fail "missing lib/$f"
+done
+soname="$(readelf -d "$libdir/libnccl.so.2" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')"
+[ "$soname" = "libnccl.so.2" ] || fail "libnccl.so.2 has soname '$soname'"
+for sym in ncclAllReduce ncclCommInitRank ncclGetLastError pncclAllReduce; do
+  nm -D --defined-only "$libdir/libnccl.so.2" | grep -qw "$sym" || fail "libnccl.so.2 does not export $sym"
+done
+cc -std=c11 -Wall -Werror -I"$prefix/include" "$src/tests/install/dropin.c" -L"$libdir" -lnccl -o "$prefix/dropin"
+readelf -d "$prefix/dropin" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "the program does not need libnccl.so.2"
+LD_LIBRARY_PATH="$libdir" "$prefix/dropin"
