@@ -4,7 +4,7 @@
 //   cclab topo --topo dgx-h100                       topology model, paths, rings and trees (topo_cmd.h)
 //   cclab tune --topo dgx-h100 all_reduce            NCCL's cost model over sizes (tune_cmd.h)
 //   cclab sim all_reduce -b 1M -e 1G                 cclab perf on the SimGrid simulator (sim_cmd.h)
-//   cclab trace info|dump|export|merge TRACE         read and convert traces (trace_cmd.h)
+//   cclab trace info|dump|export TRACE               read and convert traces (trace_cmd.h)
 //   cclab viz TRACE                                  the visualiser (viz/viz.h; built with CCLAB_VIZ)
 //   cclab --version
 #include <cstdio>
