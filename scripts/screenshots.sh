@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# scripts/screenshots.sh - the visualiser's documentation images (docs/images/viz-*.png), rendered
+# headless by `cclab viz --screenshot` under xvfb-run.
+#
+#   scripts/screenshots.sh RING.cctrace TREE.cctrace [CURVES_FILE...]
+#       RING: a ring all_reduce on one machine (dgx-h100); TREE: a tree all_reduce across machines
+#       (dgx-h100:4); CURVES_FILE: cclab sim --csv/--json or cclab perf output for the curves view
+#   scripts/screenshots.sh --sim      make the traces and curves with `cclab sim` first
+#   scripts/screenshots.sh --demo     synthetic traces from the test tool viz_demo_trace (no simulator)
+#
+# Environment: CCLAB_BUILD_DIR (default build/), CCLAB (the cclab executable, default
+# $CCLAB_BUILD_DIR/runtime/cli/cclab), OUT (default docs/images).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${CCLAB_BUILD_DIR:-$root/build}"
+cclab="${CCLAB:-$build/runtime/cli/cclab}"
+out="${OUT:-$root/docs/images}"
+size="1600x1000"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+die() { echo "screenshots.sh: $*" >&2; exit 1; }
+[[ -x "$cclab" ]] || die "no cclab executable at $cclab (build it, or set CCLAB=...)"
+"$cclab" viz --help >/dev/null 2>&1 || die "$cclab has no visualiser (configure with -DCCLAB_VIZ=ON)"
+command -v xvfb-run >/dev/null || die "xvfb-run not found (apt-get install xvfb)"
+
+curves=()
+case "${1:-}" in
+  --sim)
+    # A ring all_reduce on one DGX H100 and a tree all_reduce across four, 64 MiB each, step level so
+    # that the trace has every step; and busbw curves of both algorithms for the curves view.
+    "$cclab" sim all_reduce --topo dgx-h100 -b 64M -e 64M --algo ring --proto simple --level step \
+      --trace "$tmp/ring.cctrace" --no-progress >/dev/null
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M -e 64M --algo tree --proto simple --level step \
+      --trace "$tmp/tree.cctrace" --no-progress >/dev/null
+    "$cclab" sim all_reduce --topo dgx-h100 -b 1K -e 1G -f 4 --algo ring --csv "$tmp/ring-dgx-h100.csv" \
+      --no-progress >/dev/null
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 1K -e 1G -f 4 --algo tree --json "$tmp/tree-dgx-h100x4.json" \
+      --no-progress >/dev/null
+    ring="$tmp/ring.cctrace" tree="$tmp/tree.cctrace"
+    curves=("$tmp/ring-dgx-h100.csv" "$tmp/tree-dgx-h100x4.json")
+    ;;
+  --demo)
+    demo="$build/tests/viz/viz_demo_trace"
+    [[ -x "$demo" ]] || die "no $demo (build the target viz_demo_trace)"
+    "$demo" "$tmp/ring.cctrace" --topo dgx-h100 --algo ring --channels 8 >/dev/null
+    "$demo" "$tmp/tree.cctrace" --topo dgx-h100:4 --algo tree --channels 4 >/dev/null
+    ring="$tmp/ring.cctrace" tree="$tmp/tree.cctrace"
+    ;;
+  ""|-h|--help)
+    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+  *)
+    (($# >= 2)) || die "give RING.cctrace TREE.cctrace (or --sim / --demo)"
+    ring="$1" tree="$2"
+    shift 2
+    curves=("$@")
+    ;;
+esac
+
+mkdir -p "$out"
+shot() {  # shot NAME TRACE ARGS...
+  local name="$1" trace="$2"
+  shift 2
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$trace" --size "$size" --screenshot "$out/$name.png" "$@"
+  echo "wrote $out/$name.png"
+}
+shot viz-topology "$ring" --view topology --at 45%
+shot viz-channels "$ring" --view channels --at 45%
+shot viz-links "$ring" --view links --at 45%
+shot viz-timeline "$ring" --view timeline --at 45%
+shot viz-topology-multinode "$tree" --view topology --at 40%
+shot viz-channels-tree "$tree" --view channels --at 40% --channel 0
+if ((${#curves[@]})); then
+  args=()
+  for c in "${curves[@]}"; do args+=(--curves "$c"); done
+  shot viz-curves "$ring" --view curves "${args[@]}"
+fi

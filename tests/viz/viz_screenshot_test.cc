@@ -1,0 +1,348 @@
+// tests/viz/viz_screenshot_test.cc - headless screenshots (`cclab viz TRACE --screenshot --layout-json`)
+// checked pixel by pixel: a link driven at 97% of its capacity is drawn saturated red where the layout
+// says its line is, an idle link in the idle colour, the same link not red outside its busy interval;
+// the channels view's ring arrows; the links view's heatmap cell of the busy link. Runs under xvfb-run
+// (tests/viz/CMakeLists.txt).
+#include <gtest/gtest.h>
+#include <stb_image.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "synth.h"
+#include "viz/colors.h"
+#include "viz/viz.h"
+
+namespace cclab {
+namespace viz {
+namespace {
+
+using nlohmann::json;
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgb;
+  Color at(int x, int y) const {
+    if (x < 0 || y < 0 || x >= w || y >= h) return 0;
+    const unsigned char* p = &rgb[(static_cast<size_t>(y) * w + x) * 3];
+    return rgba(p[0], p[1], p[2]);
+  }
+};
+
+// A scratch directory, removed at exit unless CCLAB_VIZ_KEEP is set (to look at the screenshots).
+struct Scratch {
+  std::string dir;
+  ~Scratch() {
+    if (!dir.empty() && dir != "/tmp" && !std::getenv("CCLAB_VIZ_KEEP")) std::filesystem::remove_all(dir);
+  }
+};
+
+std::string tmp_dir() {
+  static Scratch scratch;
+  if (scratch.dir.empty()) {
+    char tmpl[] = "/tmp/cclab_viz_test_XXXXXX";
+    const char* d = mkdtemp(tmpl);
+    scratch.dir = d ? d : "/tmp";
+  }
+  return scratch.dir;
+}
+
+std::string write_synthetic(const trace::Trace& t, const std::string& name) {
+  const std::string path = tmp_dir() + "/" + name;
+  std::string err;
+  EXPECT_TRUE(trace::write_trace(path, t, &err)) << err;
+  return path;
+}
+
+struct Shot {
+  Image img;
+  json layout;
+};
+
+Shot shoot(const std::string& trace, const std::vector<std::string>& extra, int w = 1200, int h = 800) {
+  static int n = 0;
+  const std::string png = tmp_dir() + "/shot" + std::to_string(n) + ".png";
+  const std::string lj = tmp_dir() + "/shot" + std::to_string(n++) + ".json";
+  std::vector<std::string> args = {trace, "--screenshot", png, "--layout-json", lj,
+                                   "--size", std::to_string(w) + "x" + std::to_string(h)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Shot s;
+  const int rc = viz_main(args);
+  EXPECT_EQ(rc, 0);
+  if (rc != 0) return s;
+  int comp = 0;
+  unsigned char* data = stbi_load(png.c_str(), &s.img.w, &s.img.h, &comp, 3);
+  EXPECT_NE(data, nullptr) << png;
+  if (data) {
+    s.img.rgb.assign(data, data + static_cast<size_t>(s.img.w) * s.img.h * 3);
+    stbi_image_free(data);
+  }
+  std::ifstream in(lj);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  s.layout = json::parse(ss.str());
+  return s;
+}
+
+int distance(Color a, Color b) {
+  return std::abs(static_cast<int>(red_of(a)) - static_cast<int>(red_of(b))) +
+         std::abs(static_cast<int>(green_of(a)) - static_cast<int>(green_of(b))) +
+         std::abs(static_cast<int>(blue_of(a)) - static_cast<int>(blue_of(b)));
+}
+
+// Pixels within `radius` of (x, y) whose colour is within `tol` (sum of channel differences) of c.
+int count_near(const Image& img, float x, float y, Color c, int radius = 1, int tol = 0) {
+  int n = 0;
+  for (int dy = -radius; dy <= radius; ++dy)
+    for (int dx = -radius; dx <= radius; ++dx)
+      if (distance(img.at(static_cast<int>(x) + dx, static_cast<int>(y) + dy), c) <= tol) ++n;
+  return n;
+}
+
+Color color_of(const json& j) { return rgba(j[0].get<unsigned>(), j[1].get<unsigned>(), j[2].get<unsigned>(), j[3].get<unsigned>()); }
+
+const json* find_link(const json& layout, int index) {
+  for (const json& l : layout["links"])
+    if (l["index"].get<int>() == index) return &l;
+  return nullptr;
+}
+
+TEST(Screenshot, SaturatedAndIdleLinks) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small.cctrace");
+  const Shot s = shoot(tr, {"--at", "40"});
+  ASSERT_EQ(s.img.w, 1200);
+  ASSERT_EQ(s.img.h, 800);
+  EXPECT_EQ(s.layout["width"], 1200);
+  EXPECT_EQ(s.layout["view"], "topology");
+  EXPECT_EQ(s.layout["at_us"], 40);
+  ASSERT_EQ(s.layout["nodes"].size(), 5u);
+  for (const json& n : s.layout["nodes"]) {
+    const json& r = n["rect"];
+    EXPECT_GE(r[0].get<float>(), 0);
+    EXPECT_LE(r[2].get<float>(), 1200);
+    EXPECT_LE(r[3].get<float>(), 800);
+  }
+  const json* busy = find_link(s.layout, viz_test::kBusyLink);
+  ASSERT_NE(busy, nullptr);
+  EXPECT_EQ((*busy)["from"], "m0.gpu0");
+  EXPECT_EQ((*busy)["to"], "m0.nvs0");
+  EXPECT_NEAR((*busy)["utilization"].get<double>(), 0.97, 1e-6);
+  EXPECT_EQ(color_of((*busy)["color"]), kSaturated);
+  const float bx = ((*busy)["p0"][0].get<float>() + (*busy)["p1"][0].get<float>()) / 2;
+  const float by = ((*busy)["p0"][1].get<float>() + (*busy)["p1"][1].get<float>()) / 2;
+  EXPECT_GE(count_near(s.img, bx, by, kSaturated, 1), 5) << "around " << bx << "," << by;
+  // Along the segment too, not only at the midpoint.
+  for (float f : {0.3f, 0.7f}) {
+    const float x = (*busy)["p0"][0].get<float>() * (1 - f) + (*busy)["p1"][0].get<float>() * f;
+    const float y = (*busy)["p0"][1].get<float>() * (1 - f) + (*busy)["p1"][1].get<float>() * f;
+    EXPECT_GE(count_near(s.img, x, y, kSaturated, 1), 3) << "at fraction " << f;
+  }
+  const json* idle = find_link(s.layout, viz_test::kIdleLink);
+  ASSERT_NE(idle, nullptr);
+  EXPECT_EQ((*idle)["utilization"].get<double>(), 0);
+  EXPECT_EQ(color_of((*idle)["color"]), kIdle);
+  const float ix = ((*idle)["p0"][0].get<float>() + (*idle)["p1"][0].get<float>()) / 2;
+  const float iy = ((*idle)["p0"][1].get<float>() + (*idle)["p1"][1].get<float>()) / 2;
+  EXPECT_GE(count_near(s.img, ix, iy, kIdle, 1), 3);
+  EXPECT_EQ(count_near(s.img, ix, iy, kSaturated, 2), 0);
+  // The reverse direction of the busy link (nvs0 -> gpu0) is idle and drawn apart from it.
+  const json* rev = find_link(s.layout, 1);
+  ASSERT_NE(rev, nullptr);
+  EXPECT_EQ(color_of((*rev)["color"]), kIdle);
+  const float rx = ((*rev)["p0"][0].get<float>() + (*rev)["p1"][0].get<float>()) / 2;
+  const float ry = ((*rev)["p0"][1].get<float>() + (*rev)["p1"][1].get<float>()) / 2;
+  EXPECT_GE(count_near(s.img, rx, ry, kIdle, 1), 3);
+}
+
+TEST(Screenshot, LinkNotRedOutsideItsBusyInterval) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small2.cctrace");
+  for (const char* at : {"10", "75"}) {
+    const Shot s = shoot(tr, {"--at", at});
+    const json* busy = find_link(s.layout, viz_test::kBusyLink);
+    ASSERT_NE(busy, nullptr);
+    EXPECT_LT((*busy)["utilization"].get<double>(), 0.01) << at;
+    EXPECT_NE(color_of((*busy)["color"]), kSaturated);
+    const float bx = ((*busy)["p0"][0].get<float>() + (*busy)["p1"][0].get<float>()) / 2;
+    const float by = ((*busy)["p0"][1].get<float>() + (*busy)["p1"][1].get<float>()) / 2;
+    EXPECT_EQ(count_near(s.img, bx, by, kSaturated, 2, 30), 0) << "at " << at;
+    EXPECT_GE(count_near(s.img, bx, by, kIdle, 1), 3) << "at " << at;
+  }
+}
+
+TEST(Screenshot, AtAPercentage) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small6.cctrace");
+  const Shot s = shoot(tr, {"--at", "40%"}, 640, 400);
+  EXPECT_EQ(s.img.w, 640);
+  EXPECT_EQ(s.img.h, 400);
+  EXPECT_DOUBLE_EQ(s.layout["at_us"].get<double>(), 40);  // the trace spans 0 .. 100 us
+  const json* busy = find_link(s.layout, viz_test::kBusyLink);
+  ASSERT_NE(busy, nullptr);
+  EXPECT_EQ(color_of((*busy)["color"]), kSaturated);
+}
+
+TEST(Screenshot, ChannelsViewRingArrows) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small3.cctrace");
+  // At 45 us every rank's step 4 is moving: all four ring arrows are active (bright channel colour).
+  const Shot s = shoot(tr, {"--at", "45", "--view", "channels"});
+  EXPECT_EQ(s.layout["view"], "channels");
+  ASSERT_EQ(s.layout["arrows"].size(), 4u);
+  for (const json& a : s.layout["arrows"]) {
+    EXPECT_TRUE(a["active"].get<bool>());
+    EXPECT_EQ(color_of(a["color"]), channel_color(0));
+    const float x = (a["p0"][0].get<float>() + a["p1"][0].get<float>()) / 2;
+    const float y = (a["p0"][1].get<float>() + a["p1"][1].get<float>()) / 2;
+    EXPECT_GE(count_near(s.img, x, y, channel_color(0), 1, 6), 3) << "arrow " << a["from"] << "->" << a["to"];
+  }
+  // Ring order 0 -> 1 -> 2 -> 3 -> 0.
+  EXPECT_EQ(s.layout["arrows"][0]["from"], 0);
+  EXPECT_EQ(s.layout["arrows"][0]["to"], 1);
+  EXPECT_EQ(s.layout["arrows"][3]["to"], 0);
+  // At 41 (waiting, nothing moves) the arrows are dim: not the bright colour.
+  const Shot d = shoot(tr, {"--at", "41", "--view", "channels"});
+  ASSERT_EQ(d.layout["arrows"].size(), 4u);
+  for (const json& a : d.layout["arrows"]) {
+    EXPECT_FALSE(a["active"].get<bool>());
+    const float x = (a["p0"][0].get<float>() + a["p1"][0].get<float>()) / 2;
+    const float y = (a["p0"][1].get<float>() + a["p1"][1].get<float>()) / 2;
+    EXPECT_EQ(count_near(d.img, x, y, channel_color(0), 2, 6), 0);
+    EXPECT_GE(count_near(d.img, x, y, color_of(a["color"]), 1, 6), 2);
+  }
+}
+
+TEST(Screenshot, LinksViewHeatmap) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small4.cctrace");
+  const Shot s = shoot(tr, {"--at", "30", "--view", "links"});
+  EXPECT_EQ(s.layout["view"], "links");
+  ASSERT_TRUE(s.layout.contains("heatmap"));
+  const json& h = s.layout["heatmap"];
+  const float x0 = h["rect"][0].get<float>(), x1 = h["rect"][2].get<float>();
+  const double t0 = h["t0_us"].get<double>(), t1 = h["t1_us"].get<double>();
+  auto x_of = [&](double t) { return x0 + static_cast<float>((t - t0) / (t1 - t0)) * (x1 - x0); };
+  const json* row = nullptr;
+  for (const json& r : h["rows"])
+    if (r["link"].get<int>() == viz_test::kBusyLink) row = &r;
+  ASSERT_NE(row, nullptr);
+  const float y = ((*row)["y0"].get<float>() + (*row)["y1"].get<float>()) / 2;
+  // Busy column (45 us; the cursor is at 30) saturated; before 20 us the cell is empty (dark).
+  EXPECT_GE(count_near(s.img, x_of(45), y, kSaturated, 1), 9);
+  EXPECT_GE(count_near(s.img, x_of(10), y, kHeatEmpty, 1), 9);
+  EXPECT_EQ(count_near(s.img, x_of(70), y, kSaturated, 1), 0);
+  // The other row (link 2 at 40%) is neither empty nor red.
+  for (const json& r : h["rows"]) {
+    if (r["link"].get<int>() != 2) continue;
+    const float y2 = (r["y0"].get<float>() + r["y1"].get<float>()) / 2;
+    const Color c = utilization_color(0.4);
+    EXPECT_GE(count_near(s.img, x_of(45), y2, c, 1), 9);
+  }
+  // The cursor: a white line at 30 us.
+  EXPECT_GE(count_near(s.img, x_of(30), y, rgba(255, 255, 255), 1, 40), 1);
+}
+
+TEST(Screenshot, EveryViewRendersAMultiMachineTrace) {
+  // A larger synthetic: 4 machines of the small trace's shape joined by a leaf switch.
+  trace::Trace t = viz_test::small_trace();
+  trace::Trace big;
+  big.meta = t.meta;
+  big.meta.machines = 4;
+  big.meta.nranks = 16;
+  for (int m = 0; m < 4; ++m) {
+    const int base = static_cast<int>(big.nodes.size());
+    const int lbase = static_cast<int>(big.links.size());
+    for (trace::Node n : t.nodes) {
+      n.name = "m" + std::to_string(m) + n.name.substr(2);
+      n.machine = m;
+      if (n.rank >= 0) n.rank += 4 * m;
+      big.nodes.push_back(n);
+    }
+    for (trace::Link l : t.links) {
+      l.from += base;
+      l.to += base;
+      l.reverse += lbase;
+      big.links.push_back(l);
+    }
+  }
+  trace::Node leaf;
+  leaf.name = "fabric.leaf.r0.0";
+  leaf.kind = "switch";
+  leaf.machine = -1;
+  big.nodes.push_back(leaf);
+  const int leaf_index = static_cast<int>(big.nodes.size()) - 1;
+  for (int m = 0; m < 4; ++m) {
+    trace::Link l;
+    l.from = m * 5 + 4;
+    l.to = leaf_index;
+    l.kind = "net";
+    l.gbs = 50;
+    big.links.push_back(l);
+    std::swap(l.from, l.to);
+    big.links.push_back(l);
+  }
+  for (int m = 0; m < 4; ++m)
+    for (const trace::Event& e0 : t.events) {
+      trace::Event e = e0;
+      e.rank += 4 * m;
+      e.send_peer = e.send_peer >= 0 ? e.send_peer + 4 * m : -1;
+      e.recv_peer = e.recv_peer >= 0 ? e.recv_peer + 4 * m : -1;
+      e.route = -1;
+      big.events.push_back(e);
+    }
+  trace::sort_events(&big.events);
+  big.ops = t.ops;
+  trace::Channel c;
+  for (int r = 0; r < 16; ++r) c.ring.push_back(r);
+  big.channels.push_back(c);
+  trace::compute_link_load(&big);
+  const std::string tr = write_synthetic(big, "big.cctrace");
+  for (const char* v : {"topology", "channels", "links", "timeline"}) {
+    const Shot s = shoot(tr, {"--at", "45", "--view", v}, 1600, 1000);
+    EXPECT_EQ(s.layout["view"], v);
+    EXPECT_EQ(s.img.w, 1600);
+  }
+  const Shot topo = shoot(tr, {"--at", "45"}, 1600, 1000);
+  EXPECT_EQ(topo.layout["machines"].size(), 4u);
+  EXPECT_EQ(topo.layout["nodes"].size(), big.nodes.size());
+}
+
+TEST(Screenshot, SparseTracesRenderEveryView) {
+  // Topology only (no events, ops or load), and events only (no topology, routes or channels).
+  trace::Trace topo_only = viz_test::small_trace(false);
+  topo_only.ops.clear();
+  topo_only.load = trace::LinkLoad();
+  trace::Trace events_only = viz_test::small_trace();
+  events_only.nodes.clear();
+  events_only.links.clear();
+  events_only.routes.clear();
+  events_only.channels.clear();
+  events_only.load = trace::LinkLoad();
+  for (trace::Event& e : events_only.events) e.route = -1;
+  const std::string a = write_synthetic(topo_only, "topo_only.cctrace");
+  const std::string b = write_synthetic(events_only, "events_only.cctrace");
+  for (const std::string& tr : {a, b})
+    for (const char* v : {"topology", "channels", "links", "timeline", "curves"}) {
+      const Shot s = shoot(tr, {"--view", v, "--at", "50%"}, 800, 500);
+      EXPECT_EQ(s.layout["view"], v) << tr;
+    }
+}
+
+TEST(Screenshot, CurvesView) {
+  const std::string csv = tmp_dir() + "/curve.csv";
+  std::ofstream(csv) << "bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level,predicted_us,slices\n"
+                        "1024,256,float,sum,-1,10,0.1,0.2,-1,Ring,LL,2,step,9,10\n"
+                        "1048576,262144,float,sum,-1,30,34.9,61.2,-1,Ring,Simple,8,step,28,100\n";
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small5.cctrace");
+  const Shot s = shoot(tr, {"--view", "curves", "--curves", csv});
+  EXPECT_EQ(s.layout["view"], "curves");
+  // Curves alone, without a trace.
+  const std::string png = tmp_dir() + "/curves_only.png";
+  EXPECT_EQ(viz_main({"--curves", csv, "--screenshot", png}), 0);
+}
+
+}  // namespace
+}  // namespace viz
+}  // namespace cclab

@@ -1,0 +1,96 @@
+// viz/live_load.cc - see live_load.h.
+#include "viz/live_load.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/work.h"
+
+namespace cclab {
+namespace viz {
+
+double wire_bytes(int proto, uint64_t payload) {
+  if (proto == kProtoLL) return static_cast<double>((payload + 7) / 8) * 16.0;
+  if (proto == kProtoLL128) return static_cast<double>((payload + 119) / 120) * 128.0;
+  return static_cast<double>(payload);
+}
+
+IncrementalLoad::IncrementalLoad(int max_bins, double first_bin_us)
+    : max_bins_(std::max(2, max_bins)), bin_us_(first_bin_us > 0 ? first_bin_us : 0.1) {}
+
+void IncrementalLoad::coarsen() {
+  for (std::vector<double>& b : bytes_) {
+    if (b.empty()) continue;
+    for (int i = 0; i < max_bins_ / 2; ++i) b[i] = b[2 * i] + b[2 * i + 1];
+    if (max_bins_ % 2) b[max_bins_ / 2] = b[max_bins_ - 1];
+    std::fill(b.begin() + (max_bins_ + 1) / 2, b.end(), 0.0);
+  }
+  bin_us_ *= 2;
+}
+
+void IncrementalLoad::update(const trace::Trace& t) {
+  if (t.events.size() < done_) {  // another trace
+    *this = IncrementalLoad(max_bins_);
+  }
+  if (bytes_.size() < t.links.size()) bytes_.resize(t.links.size());
+  for (; done_ < t.events.size(); ++done_) add(t, t.events[done_]);
+}
+
+void IncrementalLoad::add(const trace::Trace& t, const trace::Event& e) {
+  if (!std::isfinite(e.begin_us) || !std::isfinite(e.end_us) || !std::isfinite(e.data_us)) return;
+  if (!started_) {
+    t0_ = e.begin_us;
+    t_max_ = e.begin_us;
+    started_ = true;
+  }
+  t_max_ = std::max(t_max_, e.end_us);
+  if (e.send_peer < 0 || e.route < 0 || static_cast<size_t>(e.route) >= t.routes.size()) return;
+  const std::vector<int>& links = t.routes[e.route].links;
+  const double wire = wire_bytes(e.proto, e.bytes);
+  if (links.empty() || !(wire > 0)) return;
+  while (e.end_us - t0_ >= bin_us_ * max_bins_) coarsen();
+  const double x0 = std::max(e.data_us, t0_), x1 = std::max(e.end_us, x0);
+  auto bin_of = [&](double x) {
+    const int b = static_cast<int>(std::floor((x - t0_) / bin_us_));
+    return std::min(max_bins_ - 1, std::max(0, b));
+  };
+  const int b0 = bin_of(x0), b1 = bin_of(x1);
+  for (int l : links) {
+    if (l < 0 || static_cast<size_t>(l) >= bytes_.size()) continue;
+    std::vector<double>& a = bytes_[l];
+    if (a.empty()) a.assign(max_bins_, 0.0);
+    if (b0 == b1 || !(x1 > x0)) {
+      a[b1] += wire;
+      continue;
+    }
+    const double rate = wire / (x1 - x0);
+    double placed = 0;
+    for (int b = b0; b < b1; ++b) {
+      const double lo = t0_ + b * bin_us_, hi = lo + bin_us_;
+      const double part = rate * (std::min(hi, x1) - std::max(lo, x0));
+      a[b] += part;
+      placed += part;
+    }
+    a[b1] += wire - placed;
+  }
+}
+
+void IncrementalLoad::fill(trace::LinkLoad* out, size_t nlinks) const {
+  *out = trace::LinkLoad();
+  if (!started_) return;
+  out->t0_us = t0_;
+  out->bin_us = bin_us_;
+  out->bins = std::min(max_bins_, static_cast<int>(std::floor((t_max_ - t0_) / bin_us_)) + 1);
+  const double scale = 1.0 / (bin_us_ * 1e3);
+  for (size_t l = 0; l < bytes_.size() && l < nlinks; ++l) {
+    if (bytes_[l].empty()) continue;
+    trace::LinkLoad::Series s;
+    s.link = static_cast<int>(l);
+    s.gbs.resize(out->bins);
+    for (int b = 0; b < out->bins; ++b) s.gbs[b] = static_cast<float>(bytes_[l][b] * scale);
+    out->series.push_back(std::move(s));
+  }
+}
+
+}  // namespace viz
+}  // namespace cclab

@@ -1,0 +1,261 @@
+// viz/view_topology.cc - the topology view: machines, nodes, both directions of every link coloured by
+// utilisation at the cursor, chunks in flight moving along their routes, and a legend.
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "viz/app.h"
+#include "viz/colors.h"
+#include "viz/draw_util.h"
+
+namespace cclab {
+namespace viz {
+namespace {
+
+constexpr float kLegendWidth = 220;
+
+float distance_to_segment(V2 p, V2 a, V2 b) {
+  const V2 d = b - a;
+  const float l2 = d.x * d.x + d.y * d.y;
+  float f = l2 > 0 ? ((p.x - a.x) * d.x + (p.y - a.y) * d.y) / l2 : 0;
+  f = std::min(1.0f, std::max(0.0f, f));
+  return length(p - lerp(a, b, f));
+}
+
+std::string node_label(const trace::Trace& t, int i) {
+  const trace::Node& n = t.nodes[i];
+  std::string s = short_node_name(t, i);
+  const size_t dot = s.find('.');
+  if (n.machine >= 0 && dot != std::string::npos && s[0] == 'm') s = s.substr(dot + 1);  // the box says which machine
+  return s;
+}
+
+void legend(VizState* s, int links_busy, int chunks) {
+  const trace::Trace& t = s->trace();
+  ImGui::TextUnformatted("Link utilisation");
+  ImGui::SameLine();
+  help_marker(
+      "Colour of each direction of a link: its GB/s in the trace's LOAD section at the cursor (the time bin "
+      "that holds it) divided by its capacity. Grey-blue: idle (< 0.5%); blue -> green (30%) -> yellow (60%) "
+      "-> orange (80%) -> red at 90% and above (saturated, RGB 230,40,40). Each full-duplex link is two "
+      "parallel lines, one per direction, each offset to the right of its direction of travel.");
+  utilization_legend(kLegendWidth - 16);
+  swatch(kIdle, "idle");
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Capacity (line width)");
+  {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const double caps[] = {12.5, 50, 200};
+    for (double c : caps) {
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const float th = link_thickness(c);
+      dl->AddLine(ImVec2(p.x, p.y + 7), ImVec2(p.x + 40, p.y + 7), kIdle, th);
+      ImGui::Dummy(ImVec2(44, 14));
+      ImGui::SameLine();
+      ImGui::Text(c >= 200 ? ">= %.0f GB/s" : "%.4g GB/s", c);
+    }
+  }
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Nodes");
+  const char* kinds[][2] = {{"gpu", "GPU (rN: rank)"}, {"nvswitch", "NVSwitch"}, {"pci", "PCIe switch"},
+                            {"cpu", "CPU"},          {"nic", "NIC"},           {"net", "NIC port"},
+                            {"switch", "network switch"}};
+  for (auto& k : kinds) {
+    bool present = false;
+    for (const trace::Node& n : t.nodes) present = present || n.kind == k[0];
+    if (present) swatch(node_color(k[0]), k[1]);
+  }
+  ImGui::Spacing();
+  ImGui::TextUnformatted("Chunks in flight");
+  ImGui::SameLine();
+  help_marker(
+      "A square per step whose data is moving at the cursor (data_us <= t < end_us) and that sends: it "
+      "travels its route's links from sender to receiver as the step progresses, coloured by channel.");
+  const int nch = std::min(12, std::max<int>(static_cast<int>(t.channels.size()), s->index.nchannels()));
+  for (int c = 0; c < nch; ++c) {
+    if (c % 3) ImGui::SameLine();
+    swatch(channel_color(c), printf_str("ch %d", c).c_str());
+  }
+  ImGui::Spacing();
+  ImGui::Separator();
+  ImGui::TextDisabled("%d link directions busy", links_busy);
+  ImGui::TextDisabled("%d chunks in flight", chunks);
+}
+
+}  // namespace
+
+void draw_topology_view(VizState* s) {
+  const trace::Trace& t = s->trace();
+  if (t.nodes.empty()) {
+    ImGui::TextDisabled(s->live ? "waiting for the run's topology..." : "this trace has no topology (TOPO section)");
+    return;
+  }
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const V2 size(std::max(200.0f, avail.x - kLegendWidth - 8), std::max(150.0f, avail.y));
+  if (s->layout_nodes != t.nodes.size() || std::fabs(s->layout_size.x - size.x) > 0.5f ||
+      std::fabs(s->layout_size.y - size.y) > 0.5f) {
+    s->layout = layout_topology(t, size);
+    s->layout_size = size;
+    s->layout_nodes = t.nodes.size();
+  }
+  const TopoLayout& L = s->layout;
+  ImGui::BeginChild("topo_canvas", ImVec2(size.x, size.y), false, ImGuiWindowFlags_NoScrollbar);
+  const ImVec2 o = ImGui::GetCursorScreenPos();
+  const V2 origin(o.x, o.y);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImGui::InvisibleButton("##topo", ImVec2(size.x, size.y));
+  const bool hovered = ImGui::IsItemHovered() && s->interactive;
+  const V2 mouse = v2(ImGui::GetIO().MousePos);
+
+  // Machine boxes and the network band.
+  for (const MachineBox& m : L.machines) {
+    const Rect r = m.rect.translated(origin);
+    dl->AddRectFilled(iv(V2(r.x0, r.y0)), iv(V2(r.x1, r.y1)), kMachineFill, 6);
+    dl->AddRect(iv(V2(r.x0, r.y0)), iv(V2(r.x1, r.y1)), kMachineBorder, 6);
+    const std::string label = printf_str("machine %d", m.machine);
+    const float ly = m.mirrored ? r.y1 - ImGui::GetTextLineHeight() - 2 : r.y0 + 2;
+    dl->AddText(ImVec2(r.x0 + 8, ly), kTextDim, label.c_str());
+    s->drawn.machines.push_back({m.machine, r});
+  }
+  if (!L.fabric.empty()) {
+    const Rect r = L.fabric.translated(origin);
+    dl->AddRectFilled(iv(V2(r.x0, r.y0)), iv(V2(r.x1, r.y1)), kFabricFill, 6);
+    dl->AddText(ImVec2(r.x0 + 8, r.y0 + 2), kTextDim, "network");
+  }
+
+  // Links, idle first so that busy ones are on top.
+  const trace::LinkLoad& load = s->load();
+  const double now = s->tl.t;
+  struct Drawn {
+    int link;
+    Segment seg;
+    float th;
+    double u, gbs;
+  };
+  std::vector<Drawn> lines;
+  lines.reserve(t.links.size());
+  int busy = 0;
+  for (size_t l = 0; l < t.links.size(); ++l) {
+    const trace::Link& link = t.links[l];
+    const float th = link_thickness(link.gbs);
+    Segment seg;
+    if (!link_segment(L, link, link_offset(th), &seg)) continue;
+    seg.a = seg.a + origin;
+    seg.b = seg.b + origin;
+    const double gbs = s->load_index.gbs_at(load, static_cast<int>(l), now);
+    const double u = utilization(gbs, link.gbs);
+    if (u >= kIdleBelow) ++busy;
+    lines.push_back({static_cast<int>(l), seg, th, u, gbs});
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const Drawn& a, const Drawn& b) { return a.u < b.u; });
+  int hover_link = -1;
+  float hover_d = 1e9f;
+  for (const Drawn& d : lines) {
+    const Color c = utilization_color(d.u);
+    dl->AddLine(iv(d.seg.a), iv(d.seg.b), c, d.th);
+    s->drawn.links.push_back({d.link, d.seg.a, d.seg.b, d.th, c, d.u, d.gbs});
+    if (hovered) {
+      const float dist = distance_to_segment(mouse, d.seg.a, d.seg.b);
+      if (dist < d.th * 0.5f + 3 && dist < hover_d) {
+        hover_d = dist;
+        hover_link = d.link;
+      }
+    }
+  }
+
+  // Chunks in flight.
+  int chunks = 0;
+  for (int ev : s->in_flight) {
+    const trace::Event& e = t.events[ev];
+    if (e.send_peer < 0) continue;
+    V2 p;
+    if (!chunk_position(t, L, e, now, &p)) continue;
+    if (chunks >= 4000) break;
+    p = p + origin;
+    const Color c = channel_color(e.channel);
+    dl->AddRectFilled(ImVec2(p.x - 4, p.y - 4), ImVec2(p.x + 4, p.y + 4), rgba(0, 0, 0, 200));
+    dl->AddRectFilled(ImVec2(p.x - 3, p.y - 3), ImVec2(p.x + 3, p.y + 3), c);
+    s->drawn.chunks.push_back({ev, p, c});
+    ++chunks;
+  }
+
+  // Nodes.
+  int hover_node = -1;
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    if (L.node_rect[i].empty()) continue;
+    const Rect r = L.node_rect[i].translated(origin);
+    const trace::Node& n = t.nodes[i];
+    const Color fill = node_color(n.kind.c_str());
+    dl->AddRectFilled(ImVec2(r.x0, r.y0), ImVec2(r.x1, r.y1), fill, 4);
+    dl->AddRect(ImVec2(r.x0, r.y0), ImVec2(r.x1, r.y1), mix(fill, kText, 0.45f), 4);
+    s->drawn.nodes.push_back({static_cast<int>(i), r});
+    if (hovered && r.contains(mouse)) hover_node = static_cast<int>(i);
+    std::string label = node_label(t, static_cast<int>(i));
+    const float lh = ImGui::GetTextLineHeight();
+    const bool two = n.kind == "gpu" && n.rank >= 0 && r.h() >= 2 * lh + 2;
+    if (ImGui::CalcTextSize(label.c_str()).x > r.w() - 2) {
+      // Too narrow: what follows the kind ("leaf r3.0" -> "r3.0"), then the device number alone.
+      const size_t sp = label.find(' ');
+      if (sp != std::string::npos) label = label.substr(sp + 1);
+      if (ImGui::CalcTextSize(label.c_str()).x > r.w() - 2) {
+        std::string digits;
+        for (char ch : label)
+          if ((ch >= '0' && ch <= '9') || ch == '.') digits += ch;
+        label = digits;
+      }
+    }
+    if (ImGui::CalcTextSize(label.c_str()).x <= r.w() - 2) {
+      const V2 c = r.center();
+      text_centered(dl, ImVec2(c.x, two ? c.y - lh * 0.5f : c.y), kText, label.c_str());
+      if (two) text_centered(dl, ImVec2(c.x, c.y + lh * 0.5f), rgba(200, 235, 205), printf_str("r%d", n.rank).c_str());
+    }
+  }
+
+  if (hover_node >= 0) {
+    const trace::Node& n = t.nodes[hover_node];
+    ImGui::BeginTooltip();
+    ImGui::Text("%s (%s)", n.name.c_str(), n.kind.c_str());
+    if (n.rank >= 0) {
+      ImGui::Text("rank %d at %s", n.rank, format_time(now).c_str());
+      const int nch = std::max<int>(static_cast<int>(t.channels.size()), s->index.nchannels());
+      for (int c = 0; c < nch && c < 16; ++c) {
+        const RankStatus st = rank_status(t, s->index, s->match, n.rank, c, now);
+        ImGui::TextColored(ImVec4(red_of(channel_color(c)) / 255.0f, green_of(channel_color(c)) / 255.0f,
+                                  blue_of(channel_color(c)) / 255.0f, 1),
+                           "ch %d", c);
+        ImGui::SameLine();
+        if (st.event >= 0)
+          ImGui::Text("step %llu %s: %s", static_cast<unsigned long long>(st.step),
+                      trace::prim_label(t.events[st.event].prim), st.text(t).c_str());
+        else
+          ImGui::TextDisabled("%s", st.text(t).c_str());
+      }
+      if (nch > 16) ImGui::TextDisabled("... %d more channels", nch - 16);
+    }
+    int nl = 0;
+    for (const trace::Link& l : t.links) nl += l.from == hover_node;
+    ImGui::TextDisabled("%d outgoing links", nl);
+    ImGui::EndTooltip();
+  } else if (hover_link >= 0) {
+    const trace::Link& l = t.links[hover_link];
+    const double gbs = s->load_index.gbs_at(load, hover_link, now);
+    ImGui::BeginTooltip();
+    ImGui::Text("%s", link_name(t, hover_link).c_str());
+    ImGui::TextDisabled("%s, capacity %.1f GB/s, latency %.2f us", l.kind.c_str(), l.gbs, l.latency_us);
+    ImGui::Text("now %.2f GB/s (%.0f%%)", gbs, 100 * utilization(gbs, l.gbs));
+    if (hover_link < static_cast<int>(s->load_index.total_gb().size()))
+      ImGui::TextDisabled("total %.3f GB, peak %.2f GB/s", s->load_index.total_gb()[hover_link],
+                          s->load_index.peak_gbs()[hover_link]);
+    ImGui::EndTooltip();
+  }
+  ImGui::EndChild();
+
+  ImGui::SameLine();
+  ImGui::BeginChild("topo_legend", ImVec2(kLegendWidth, size.y), false);
+  legend(s, busy, chunks);
+  ImGui::EndChild();
+}
+
+}  // namespace viz
+}  // namespace cclab
