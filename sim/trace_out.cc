@@ -31,15 +31,6 @@ bool reduces(CollKind c) {
   return c == CollKind::kAllReduce || c == CollKind::kReduce || c == CollKind::kReduceScatter;
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 void World::trace_header(trace::Trace* out) const {
@@ -48,7 +39,7 @@ void World::trace_header(trace::Trace* out) const {
   t.meta.backend = "sim";
   t.meta.clock = "simulated";
   t.meta.command = cfg_.command;
-  t.meta.created = utc_now();
+  t.meta.created = trace::utc_now_iso8601();
   for (int c = 0; c < nch_ && c < static_cast<int>(plan_.size()); ++c)
     t.channels.push_back(trace::make_channel(c, plan_[c].ring, plan_[c].tree_index, plan_[c].tree));
   trace::set_topology(topo_, rank_gpu_, trace::channel_pairs(t.channels), &t);

@@ -67,15 +67,6 @@ double bus_factor(CollKind c, int n) {
   }
 }
 
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string program_name() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -161,7 +152,7 @@ void Recorder::write_and_finish() {
   if (path.empty()) return;
   trace::sort_events(&t.events);
   trace::compute_link_load(&t);
-  t.meta.created = utc_now();
+  t.meta.created = trace::utc_now_iso8601();
   std::string file = path;
   if (multi_process) file += "." + std::to_string(first_rank);
   std::string err;

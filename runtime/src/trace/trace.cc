@@ -2,6 +2,9 @@
 // stream readers (the bytes themselves: trace_codec.cc; the format: docs/trace-format.md).
 #include "trace/trace.h"
 
+#include <chrono>
+#include <ctime>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -534,6 +537,15 @@ bool TraceStreamDecoder::feed(const void* data, size_t n) {
     if (!apply(h.kind, raw)) return false;
     pos_ += codec::kSectionHeaderBytes + h.stored;
   }
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace trace

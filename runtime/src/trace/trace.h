@@ -248,6 +248,9 @@ class TraceStreamDecoder {
   std::string error_;
 };
 
+// The current UTC time as ISO 8601 ("2026-11-22T13:55:57Z"), for Meta::created.
+std::string utc_now_iso8601();
+
 // Names used in the file and by `cclab trace dump` ("AllReduce", "recvReduceSend", ...).
 const char* coll_name(CollKind c);
 const char* prim_label(PrimKind p);
