@@ -4,7 +4,7 @@
 //   cclab topo --topo dgx-h100                       topology model, paths, rings and trees (topo_cmd.h)
 //   cclab tune --topo dgx-h100 all_reduce            NCCL's cost model over sizes (tune_cmd.h)
 //   cclab sim all_reduce -b 1M -e 1G                 cclab perf on the SimGrid simulator (sim_cmd.h)
-//   cclab trace info|dump|export TRACE               read and convert traces (trace_cmd.h)
+//   cclab trace info|dump|export|merge TRACE         read, convert and join traces (trace_cmd.h)
 //   cclab viz TRACE                                  the visualiser (viz/viz.h; built with CCLAB_VIZ)
 //   cclab --version
 #include <cstdio>
@@ -40,7 +40,7 @@ void print_help() {
       "  topo --topo PRESET        print a topology model, its paths, rings and trees (cclab topo --help)\n"
       "  tune --topo PRESET COLL   NCCL's predicted time and choice per size (cclab tune --help)\n"
       "  sim COLLECTIVE [flags]    cclab perf on a simulated machine or cluster (cclab sim --help)\n"
-      "  trace info|dump|export    read a trace, export it for Perfetto (cclab trace --help)\n"
+      "  trace info|dump|export|merge  read a trace, export it for Perfetto (cclab trace --help)\n"
       "  viz TRACE | --live SOCK   watch a run: topology, channels, links (cclab viz --help)\n",
       NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 }

@@ -392,19 +392,29 @@ std::string format_trace_info(const trace::Trace& t, const TraceFileFacts& file,
 
   // Channels.
   s += format("channels    %zu\n", t.channels.size());
-  const size_t max_channels = 16;
-  for (size_t c = 0; c < t.channels.size() && c < max_channels; ++c) {
+  // One line per run of consecutive channels with the same ring and tree.
+  std::vector<std::string> what(t.channels.size());
+  for (size_t c = 0; c < t.channels.size(); ++c) {
     const trace::Channel& ch = t.channels[c];
-    s += format("  channel %-3d ring %s", ch.index, join_ranks(ch.ring, 16).c_str());
+    what[c] = "ring " + join_ranks(ch.ring, 16);
     if (!ch.tree_up.empty()) {
       std::vector<int> roots;
       for (size_t r = 0; r < ch.tree_up.size(); ++r)
         if (ch.tree_up[r] < 0) roots.push_back(static_cast<int>(r));
-      s += format("   tree %d, root %s", ch.tree_index, join_ranks(roots, 4).c_str());
+      what[c] += format("   tree %d, root %s", ch.tree_index, join_ranks(roots, 4).c_str());
     }
-    s += "\n";
   }
-  if (t.channels.size() > max_channels) s += format("  ... %zu more channels\n", t.channels.size() - max_channels);
+  const size_t max_lines = 16;
+  size_t lines = 0, c = 0;
+  for (; c < t.channels.size() && lines < max_lines; ++lines) {
+    size_t e = c + 1;
+    while (e < t.channels.size() && what[e] == what[c] && t.channels[e].index == t.channels[e - 1].index + 1) ++e;
+    const std::string label = e - c == 1 ? format("channel %d", t.channels[c].index)
+                                         : format("channels %d-%d", t.channels[c].index, t.channels[e - 1].index);
+    s += format("  %-15s %s\n", label.c_str(), what[c].c_str());
+    c = e;
+  }
+  if (c < t.channels.size()) s += format("  ... %zu more channels\n", t.channels.size() - c);
 
   // Events.
   s += format("events      %zu steps", nev);

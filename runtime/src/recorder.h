@@ -7,7 +7,7 @@
 // each rank reports the collective when it finishes. When the last recorded communicator is destroyed
 // (or at exit) the trace is written - times relative to the first step, wall clock - and the live
 // stream ends. A communicator spanning several processes: each process writes the ranks it plays,
-// to PATH.<first rank> (trace::merge_traces joins them).
+// to PATH.<first rank> (`cclab trace merge` joins them).
 #pragma once
 
 #include <string>

@@ -597,8 +597,8 @@ TEST_F(TraceCmd, InfoSummarisesTheTrace) {
   has("ranks       4 on 1 machine");
   has("nodes       5: 4 gpu, 1 nvswitch");
   has("links       8 (one direction each): 8 nvlink; 12 routes");
-  has("channel 0   ring 0 1 2 3   tree 0, root 0");
-  has("channel 1   ring 0 3 2 1   tree 1, root 0");
+  has("channel 0       ring 0 1 2 3   tree 0, root 0");
+  has("channel 1       ring 0 3 2 1   tree 1, root 0");
   has(std::to_string(t.events.size()) + " steps");
   // The collectives table: one row per op with its numbers.
   std::map<uint64_t, uint64_t> steps_of, sent_of;
@@ -778,6 +778,25 @@ TEST_F(TraceCmd, MergeJoinsParts) {
   EXPECT_EQ(m.events.size(), back_->events.size());
   EXPECT_EQ(m.ops.size(), back_->ops.size());
   for (const std::string& p : {pa, pb, out}) std::remove(p.c_str());
+}
+
+TEST(TraceInfo, GroupsChannelsWithTheSameRingAndTree) {
+  trace::Trace t;
+  t.meta.nranks = 3;
+  for (int c = 0; c < 4; ++c) {
+    trace::Channel ch;
+    ch.index = c;
+    ch.ring = c < 3 ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 2, 1};
+    t.channels.push_back(ch);
+  }
+  TraceFileFacts facts;
+  facts.path = "x.cctrace";
+  const std::string s = format_trace_info(t, facts, TraceInfoOptions{});
+  EXPECT_NE(s.find("channels    4\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  channels 0-2    ring 0 1 2\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("  channel 3       ring 0 2 1\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("busiest links: none"), std::string::npos) << s;
+  EXPECT_NE(s.find("collectives: 0"), std::string::npos) << s;
 }
 
 // ---- export_chrome on traces made in memory ----------------------------------------------------------

@@ -2,6 +2,7 @@
 #include "trace/chrome.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -103,22 +104,25 @@ class Writer {
   void raw(const char* s) { buf_ += s; }
   void integer(int64_t v) {
     char b[24];
-    std::snprintf(b, sizeof(b), "%lld", static_cast<long long>(v));
-    buf_ += b;
+    buf_.append(b, std::to_chars(b, b + sizeof(b), v).ptr);
   }
   void uinteger(uint64_t v) {
     char b[24];
-    std::snprintf(b, sizeof(b), "%llu", static_cast<unsigned long long>(v));
-    buf_ += b;
+    buf_.append(b, std::to_chars(b, b + sizeof(b), v).ptr);
   }
   // Nanoseconds as microseconds with three decimals (exact).
   void micros(int64_t ns) {
     char b[32];
-    const bool neg = ns < 0;
-    const uint64_t a = neg ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
-    std::snprintf(b, sizeof(b), "%s%llu.%03llu", neg ? "-" : "", static_cast<unsigned long long>(a / 1000),
-                  static_cast<unsigned long long>(a % 1000));
-    buf_ += b;
+    char* p = b;
+    const uint64_t a = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+    if (ns < 0) *p++ = '-';
+    p = std::to_chars(p, b + sizeof(b) - 4, a / 1000).ptr;
+    const unsigned frac = static_cast<unsigned>(a % 1000);
+    *p++ = '.';
+    *p++ = static_cast<char>('0' + frac / 100);
+    *p++ = static_cast<char>('0' + frac / 10 % 10);
+    *p++ = static_cast<char>('0' + frac % 10);
+    buf_.append(b, p);
   }
   void real(double v, const char* fmt = "%.6g") {
     if (!std::isfinite(v)) v = 0;
@@ -272,10 +276,14 @@ bool export_chrome(const Trace& t, std::ostream& out, const ChromeOptions& opt, 
     if (error) *error = "the time window is empty (--from must not be after --to)";
     return false;
   }
-  const int64_t from = std::isinf(opt.from_us) ? (opt.from_us < 0 ? kMinNs : kMaxNs)
-                                                : static_cast<int64_t>(std::floor(opt.from_us * 1000.0));
-  const int64_t to = std::isinf(opt.to_us) ? (opt.to_us < 0 ? kMinNs : kMaxNs)
-                                            : static_cast<int64_t>(std::ceil(opt.to_us * 1000.0));
+  // The window in ns, clamped (a bound past the int64 range is no bound).
+  auto bound = [](double us, bool up) {
+    const double v = up ? std::ceil(us * 1000.0) : std::floor(us * 1000.0);
+    if (v <= -9.2e18) return kMinNs;
+    if (v >= 9.2e18) return kMaxNs;
+    return static_cast<int64_t>(v);
+  };
+  const int64_t from = bound(opt.from_us, false), to = bound(opt.to_us, true);
   auto in_window = [&](int64_t b, int64_t e) { return b <= to && e >= from; };
 
   const size_t n = t.events.size();
@@ -365,9 +373,14 @@ bool export_chrome(const Trace& t, std::ostream& out, const ChromeOptions& opt, 
   w.integer(t.meta.nranks);
   w.raw("\"},\n\"traceEvents\":[");
 
-  // Processes: one per rank.
+  // Processes: ranks 0..nranks-1, and any other rank that plays a node or has steps.
   const int links_pid = chrome_links_pid(t);
-  for (int r = 0; r < links_pid; ++r) {
+  std::set<int> ranks;
+  for (int r = 0; r < t.meta.nranks; ++r) ranks.insert(r);
+  for (const Node& node : t.nodes)
+    if (node.rank >= 0) ranks.insert(node.rank);
+  for (const Span& c : colls) ranks.insert(c.rank);
+  for (const int r : ranks) {
     const int node = t.rank_node(r);
     std::string name = "rank " + std::to_string(r);
     if (node >= 0 && node < static_cast<int>(t.nodes.size())) name += " (" + t.nodes[node].name + ")";
@@ -493,31 +506,33 @@ bool export_chrome(const Trace& t, std::ostream& out, const ChromeOptions& opt, 
   // by the k-th step of `to` that receives from `from` there. Pairs are made over the whole trace, then
   // those with both ends in the output are written.
   if (opt.steps && opt.flows && w.ok()) {
-    std::vector<uint32_t> sends, recvs;
+    // Sort keys, packed: the connection (from, to, channel), the op, the begin time, the event.
+    struct FlowKey {
+      uint64_t conn;
+      uint64_t op;
+      int64_t b;
+      uint32_t index;
+      bool operator<(const FlowKey& o) const {
+        return std::tie(conn, op, b, index) < std::tie(o.conn, o.op, o.b, o.index);
+      }
+      bool same_group(const FlowKey& o) const { return conn == o.conn && op == o.op; }
+      bool group_before(const FlowKey& o) const { return std::tie(conn, op) < std::tie(o.conn, o.op); }
+    };
+    auto conn_of = [](int from, int to, int channel) {
+      return (static_cast<uint64_t>(static_cast<uint32_t>(from) & 0xffffff) << 40) |
+             (static_cast<uint64_t>(static_cast<uint32_t>(to) & 0xffffff) << 16) |
+             (static_cast<uint64_t>(static_cast<uint32_t>(channel) & 0xffff));
+    };
+    std::vector<FlowKey> sends, recvs;
     for (size_t i = 0; i < n; ++i) {
       if (!valid[i]) continue;
-      if (t.events[i].send_peer >= 0) sends.push_back(static_cast<uint32_t>(i));
-      if (t.events[i].recv_peer >= 0) recvs.push_back(static_cast<uint32_t>(i));
+      const Event& e = t.events[i];
+      const uint32_t idx = static_cast<uint32_t>(i);
+      if (e.send_peer >= 0) sends.push_back({conn_of(e.rank, e.send_peer, e.channel), e.op_count, eb[i], idx});
+      if (e.recv_peer >= 0) recvs.push_back({conn_of(e.recv_peer, e.rank, e.channel), e.op_count, eb[i], idx});
     }
-    using Key = std::tuple<int, int, int, uint64_t>;  // (from, to, channel, op)
-    auto send_key = [&](uint32_t i) {
-      const Event& e = t.events[i];
-      return Key{e.rank, e.send_peer, e.channel, e.op_count};
-    };
-    auto recv_key = [&](uint32_t i) {
-      const Event& e = t.events[i];
-      return Key{e.recv_peer, e.rank, e.channel, e.op_count};
-    };
-    // Program order on a lane: begin time, then the connection step, then the trace's order.
-    auto by = [&](auto key) {
-      return [&, key](uint32_t a, uint32_t b) {
-        const Key ka = key(a), kb = key(b);
-        if (ka != kb) return ka < kb;
-        return std::make_tuple(eb[a], t.events[a].step, a) < std::make_tuple(eb[b], t.events[b].step, b);
-      };
-    };
-    std::sort(sends.begin(), sends.end(), by(send_key));
-    std::sort(recvs.begin(), recvs.end(), by(recv_key));
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
     auto end_of_flow = [&](const char* ph, uint32_t i, uint64_t id) {
       const Event& e = t.events[i];
       w.begin_event();
@@ -533,20 +548,19 @@ bool export_chrome(const Trace& t, std::ostream& out, const ChromeOptions& opt, 
     size_t r = 0;
     for (size_t i = 0; i < sends.size() && w.ok();) {
       // One connection's group of sends and its group of receives, paired in order.
-      const Key k = send_key(sends[i]);
       size_t i_end = i;
-      while (i_end < sends.size() && send_key(sends[i_end]) == k) ++i_end;
-      while (r < recvs.size() && recv_key(recvs[r]) < k) ++r;
+      while (i_end < sends.size() && sends[i_end].same_group(sends[i])) ++i_end;
+      while (r < recvs.size() && recvs[r].group_before(sends[i])) ++r;
       size_t r_end = r;
-      while (r_end < recvs.size() && recv_key(recvs[r_end]) == k) ++r_end;
+      while (r_end < recvs.size() && recvs[r_end].same_group(sends[i])) ++r_end;
       for (size_t j = 0; i + j < i_end; ++j) {
-        const uint32_t snd = sends[i + j];
+        const uint32_t snd = sends[i + j].index;
         if (sub_of[snd] == kNotEmitted) continue;
-        const uint32_t rcv = r + j < r_end ? recvs[r + j] : std::numeric_limits<uint32_t>::max();
-        if (rcv == std::numeric_limits<uint32_t>::max()) {
+        if (r + j >= r_end) {
           ++stats.unmatched_sends;
           continue;
         }
+        const uint32_t rcv = recvs[r + j].index;
         if (sub_of[rcv] == kNotEmitted) continue;  // received outside the window
         const uint64_t id = ++stats.flows;
         end_of_flow("s", snd, id);

@@ -7,8 +7,8 @@
 //   ChromeStats stats;
 //   if (!export_chrome(trace, out, ChromeOptions{}, &err, &stats)) ...
 //
-// The JSON is streamed, one event per line, in bounded memory beyond the trace itself (a few bytes per
-// event for lane assignment and send/receive matching); strings are escaped (quotes, backslashes,
+// The JSON is streamed, one event per line; beyond the trace itself it holds under 100 bytes per event
+// (sort keys, lane assignment, send/receive matching). Strings are escaped (quotes, backslashes,
 // control characters; invalid UTF-8 becomes U+FFFD) and non-finite numbers never appear.
 //
 // What appears where (times: "ts" and "dur" in microseconds, exact to the nanosecond):
