@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
     return cclab::viz::viz_main(std::vector<std::string>(argv + 2, argv + argc));
 #else
     std::fprintf(stderr,
-                 "cclab: this build has no visualiser: install libimgui-dev libglfw3-dev libstb-dev and reconfigure "
+                 "cclab viz: this build has no visualiser: install libimgui-dev libglfw3-dev libstb-dev and reconfigure "
                  "with -DCCLAB_VIZ=AUTO or ON (scripts/setup.sh does both)\n");
     return 2;
 #endif
