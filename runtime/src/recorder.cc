@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "graph/channels.h"
+#include "sim/sim.h"
 #include "sync.h"
 #include "trace/from_topo.h"
 #include "trace/live.h"
@@ -55,16 +56,6 @@ const char* type_label(int t) {
 const char* redop_label(int op) {
   static const char* names[] = {"sum", "prod", "max", "min", "avg"};
   return op >= 0 && op < 5 ? names[op] : "premulsum";
-}
-
-double bus_factor(CollKind c, int n) {
-  if (n <= 1) return 1;
-  switch (c) {
-    case CollKind::kAllReduce: return 2.0 * (n - 1) / n;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter: return static_cast<double>(n - 1) / n;
-    default: return 1;
-  }
 }
 
 std::string program_name() {
@@ -139,7 +130,7 @@ void Recorder::write_and_finish() {
     o.end_us -= origin;
     const double us = o.end_us - o.begin_us;
     o.algbw = us > 0 ? static_cast<double>(o.bytes) / (us * 1e3) : 0;
-    o.busbw = o.algbw * bus_factor(o.coll, t.meta.nranks);
+    o.busbw = o.algbw * sim::bus_factor(o.coll, t.meta.nranks);
   }
   if (live) {
     std::vector<trace::Op> rest;  // collectives not every local rank reported before detaching
@@ -266,7 +257,7 @@ void recorder_op(ncclComm_t comm, uint64_t op_count, CollKind coll, const char* 
     o.end_us -= rec->t0;
     const double us = o.end_us - o.begin_us;
     o.algbw = us > 0 ? static_cast<double>(o.bytes) / (us * 1e3) : 0;
-    o.busbw = o.algbw * bus_factor(o.coll, rec->t.meta.nranks);
+    o.busbw = o.algbw * sim::bus_factor(o.coll, rec->t.meta.nranks);
     rec->live->push_ops({o});
     rec->ops_streamed.insert(op_count);
   }
