@@ -13,6 +13,11 @@
 //                                                                       that moves no data, e.g. counting)
 //   void post(ConnCounter*, uint64_t value)                             release
 //   void reduce_copy<T>(RedOp<T>, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post)
+//                                                                       the data loop (the whole block's
+//                                                                       share on a GPU: every lane calls it)
+//   void reduce_copy_lane<T>(same arguments)                            the same loop run by this lane alone
+//   int lane(), lanes()                                                 this thread's index in the cooperating
+//                                                                       group and its size (1 on the host)
 //   void wire(const ConnInfo& send, size_t payload_bytes)               the slice crosses the link
 //   bool observing(); double now_us(); void observe(const StepRecord&)  the event stream
 // Memory ordering (Simple): the sender's data stores happen before its release store of tail; the
@@ -112,19 +117,25 @@ class PrimitivesBase {
   // post applied by the last step only -- and the result copied into extra[0..nextra-1]. in == nullptr:
   // only received data (copied when nr == 1). Every executor runs this same sequence, so a rank that
   // reduces three children's slices rounds exactly as on any other backend.
+  // kLane: the data is this lane's alone (a line protocol's group of lines in registers), so the executor
+  // runs the loop on this lane only (Exec::reduce_copy_lane) instead of spreading it over the block.
+  template <bool kLane = false>
   CCLAB_HD void combine(T* d0, T* const* extra, int nextra, const T* const* rsrc, int nr, const T* in, size_t n,
                         bool pre, bool post) {
     if (in != nullptr) {
-      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), nr > 0 ? rsrc[0] : static_cast<const T*>(nullptr), in, n,
-                        pre, post && nr <= 1);
+      rc<kLane>(d0, nr > 0 ? rsrc[0] : static_cast<const T*>(nullptr), in, n, pre, post && nr <= 1);
     } else if (nr > 0) {
-      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), rsrc[0], n, false,
-                        post && nr == 1);
+      rc<kLane>(d0, static_cast<const T*>(nullptr), rsrc[0], n, false, post && nr == 1);
     }
-    for (int i = 1; i < nr; ++i)
-      exec_.reduce_copy(op_, d0, static_cast<T*>(nullptr), rsrc[i], d0, n, false, post && i == nr - 1);
-    for (int j = 0; j < nextra; ++j)
-      exec_.reduce_copy(op_, extra[j], static_cast<T*>(nullptr), static_cast<const T*>(nullptr), d0, n, false, false);
+    for (int i = 1; i < nr; ++i) rc<kLane>(d0, rsrc[i], d0, n, false, post && i == nr - 1);
+    for (int j = 0; j < nextra; ++j) rc<kLane>(extra[j], static_cast<const T*>(nullptr), d0, n, false, false);
+  }
+  template <bool kLane>
+  CCLAB_HD CCLAB_FORCEINLINE void rc(T* d, const T* a, const T* b, size_t n, bool pre, bool post) {
+    if constexpr (kLane)
+      exec_.reduce_copy_lane(op_, d, static_cast<T*>(nullptr), a, b, n, pre, post);
+    else
+      exec_.reduce_copy(op_, d, static_cast<T*>(nullptr), a, b, n, pre, post);
   }
 
   // One event per peer a slice went to (or, for a receive-only step, came from).

@@ -59,7 +59,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   static_assert(Proto::kLinePayload % sizeof(T) == 0, "an element never straddles two lines");
   static constexpr size_t kEltPerLine = Proto::kLinePayload / sizeof(T);
   // Lines per data loop: 32 LL lines (256 B of payload) or 8 LL128 lines (960 B).
-  static constexpr size_t kGroupLines = Proto::kLinePayload >= 64 ? 8 : 32;
+  // (A GPU lane takes one line at a time, as NCCL's LL loop does, keeping the group in registers.)
+  static constexpr size_t kGroupLines = CCLAB_DEVICE_PASS ? 1 : (Proto::kLinePayload >= 64 ? 8 : 32);
 
   // RECV / SEND / SRC / DST as in primitives.h. The data is processed a line at a time: a received
   // line is unpacked into `a`, combined with the input, written to the output and/or packed into the
@@ -117,7 +118,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
                           static_cast<const T*>(nullptr), SRC ? input_ + in_off + offset : static_cast<const T*>(nullptr),
                           n, false, false);
       }
-      for (size_t l0 = 0; l0 < group_end; l0 += kGroupLines) {
+      // On a GPU each lane of the block takes every lanes()-th group; the host executor is one lane.
+      const size_t lane0 = static_cast<size_t>(exec_.lane()) * kGroupLines;
+      const size_t lane_stride = static_cast<size_t>(exec_.lanes()) * kGroupLines;
+      for (size_t l0 = lane0; l0 < group_end; l0 += lane_stride) {
         const size_t gl = nlines - l0 < kGroupLines ? nlines - l0 : kGroupLines;
         const size_t e0 = offset + l0 * kEltPerLine;
         const size_t ge = n - l0 * kEltPerLine < gl * kEltPerLine ? n - l0 * kEltPerLine : gl * kEltPerLine;
@@ -141,8 +145,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         }
         T* d0 = DST ? output_ + out_off + e0 : s;
         T* extra[1] = {s};
-        this->combine(d0, extra, (DST && ns > 0) ? 1 : 0, rsrc, nr, SRC ? input_ + in_off + e0 : nullptr, ge, pre,
-                      post);
+        this->template combine<true>(d0, extra, (DST && ns > 0) ? 1 : 0, rsrc, nr, SRC ? input_ + in_off + e0 : nullptr,
+                                     ge, pre, post);
         for (int j = 0; j < ns; ++j)
           for (size_t l = 0; l < gl; ++l) {
             const size_t k = ge - l * kEltPerLine < kEltPerLine ? ge - l * kEltPerLine : kEltPerLine;
@@ -157,7 +161,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       for (int j = 0; j < ns; ++j) {
         ConnInfo* sc = sends_[j];
         if (Proto::needs_clean(send_step[j]))
-          for (size_t l = nlines; l < static_cast<size_t>(step_lines); ++l)
+          for (size_t l = nlines + static_cast<size_t>(exec_.lane()); l < static_cast<size_t>(step_lines);
+               l += static_cast<size_t>(exec_.lanes()))
             Proto::clean_line(exec_, sl[j] + l, send_step[j]);
         exec_.wire(*sc, n * sizeof(T));
         sc->step = send_step[j] + 1;

@@ -87,6 +87,13 @@ class SimExec {
     if (payload_) *p = v;
   }
 
+  // One lane does the whole loop on the host, so a lane's loop is the loop.
+  template <typename T>
+  void reduce_copy_lane(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+    reduce_copy(op, d0, d1, a, b, n, pre, post);
+  }
+  int lane() const { return 0; }
+  int lanes() const { return 1; }
   template <typename T>
   void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     if (payload_ && counting_ == nullptr) cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);

@@ -83,6 +83,13 @@ class HostExec {
   void store_u64(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
   void store_u64_release(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 
+  // One lane does the whole loop on the host, so a lane's loop is the loop.
+  template <typename T>
+  void reduce_copy_lane(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+    reduce_copy(op, d0, d1, a, b, n, pre, post);
+  }
+  int lane() const { return 0; }
+  int lanes() const { return 1; }
   template <typename T>
   void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);

@@ -1,0 +1,220 @@
+// kernels/block_exec.h - the executor of one thread block: what the primitives' waits, posts and data
+// loops mean when a block of lanes (a CUDA thread block; in tests, host threads playing one) runs one
+// rank's channel. The CUDA backend's kernels (kernels/cuda/) are this executor over DeviceBlock; the
+// host tests run the very same code over an emulated block (tests/runtime/block_exec_test.cc), so the
+// only device-only lines are the Block policy's few intrinsics.
+//
+// Every lane runs the schedule and the primitives in lockstep (the same offsets, counts and calls);
+// the executor decides who does what:
+//   wait_ge       lane 0 polls the counter (volatile), then a block barrier that also votes on abort,
+//                 so every lane returns the same answer (the primitives then return together);
+//   post          a block barrier (every lane's data stores are done), then lane 0 fences (system
+//                 scope, so a peer GPU or the host sees the data first) and stores the counter;
+//   reduce_copy   each lane does its share (reduce_copy_lanes: 16-byte packs, lane p % lanes);
+//   LL/LL128      each lane polls and writes its own lines (primitives_ll.h spreads the groups over
+//                 lanes()); flags are read with volatile 8-byte loads;
+//   observe       lane 0 appends the step to this block's record buffer (CCLAB_TRACE), stamped with
+//                 the Block's clock (%globaltimer on a GPU).
+// A lane whose line poll sees the abort flag cannot leave alone (its block would wait for it at the
+// next barrier), so it marks itself aborted and carries on; the next barrier's vote stops the block.
+// A wait that spins for long records where it is (rank, channel, peer, step, data or credits) in the
+// block's BlockStatus, which the host reads to name what a stuck kernel waits for.
+//
+// Block policy (DeviceBlock in kernels/cuda/device_block.h; the test's emulated block):
+//   int tid(), nthreads()                 lane index and count
+//   void sync(); bool sync_or(bool)       block barrier; barrier that ORs a vote over the lanes
+//   uint64_t load(const uint64_t*)        volatile (relaxed, single-copy atomic) 8-byte load
+//   void store(uint64_t*, uint64_t)       volatile 8-byte store
+//   void fence()                          system-scope fence (orders memory for peers and the host)
+//   bool abort_requested()                the communicator's abort flag is set
+//   void pause()                          back off inside a spin loop
+//   double now_us()                       clock for step records
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fifo.h"
+#include "kernels/platform.h"
+#include "kernels/primitives.h"
+#include "kernels/reduce_copy.h"
+#include "kernels/step_record.h"
+
+namespace cclab {
+
+// Where one block is, for the host: written by lane 0 with volatile stores into memory the host can
+// read while the kernel runs (mapped pinned memory on the CUDA backend).
+struct BlockStatus {
+  int32_t state;       // BlockState
+  int32_t rank;
+  int32_t channel;
+  int32_t peer;
+  uint64_t step;       // the step waited for
+  int32_t for_data;    // 1: waiting for data from peer; 0: for credits from peer
+  int32_t prim;        // PrimKind
+  int64_t expected;    // size mismatch: bytes this rank expected
+  int64_t got;         // and the bytes the peer sent
+  uint64_t records;    // step records written (may exceed the buffer: the excess was dropped)
+};
+
+enum BlockState : int32_t {
+  kBlockRunning = 0,
+  kBlockWaiting = 1,       // spun long in a wait: the site fields say where
+  kBlockDone = 2,
+  kBlockAborted = 3,       // the abort flag stopped it
+  kBlockSizeMismatch = 4,  // the peer sent a slice of another size
+};
+
+// Spins before a wait reports itself in BlockStatus (about a millisecond on a GPU).
+constexpr uint64_t kBlockStuckSpins = uint64_t(1) << 20;
+
+struct BlockExecConfig {
+  BlockStatus* status = nullptr;  // may be null
+  StepRecord* records = nullptr;  // CCLAB_TRACE: room for `record_capacity` steps, or null
+  uint64_t record_capacity = 0;
+  uint64_t stuck_spins = kBlockStuckSpins;  // spins before a wait reports where it is
+};
+
+template <class Block>
+class BlockExec {
+ public:
+  CCLAB_HD BlockExec(Block& block, const BlockExecConfig& cfg) : b_(block), cfg_(cfg) {}
+
+  // ---- Simple: counters ----------------------------------------------------------------------------
+  CCLAB_HD bool wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
+    bool ok = true;
+    if (b_.tid() == 0) ok = spin_ge(c, target, site);
+    const bool failed = b_.sync_or(!ok || lane_aborted_);
+    if (failed) mark(kBlockAborted);
+    return !failed;
+  }
+  CCLAB_HD void post(ConnCounter* c, uint64_t value) {
+    b_.sync();
+    if (b_.tid() == 0) {
+      b_.fence();
+      b_.store(&c->value, value);
+    }
+  }
+  CCLAB_HD bool size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
+    if (b_.tid() == 0 && cfg_.status != nullptr) {
+      write_site(site);
+      cfg_.status->expected = static_cast<int64_t>(expected);
+      cfg_.status->got = got;
+      set_state(kBlockSizeMismatch);
+    }
+    return true;  // every lane read the same size, so every lane stops here
+  }
+
+  // ---- LL / LL128: lines ---------------------------------------------------------------------------
+  template <typename Ready>
+  CCLAB_HD bool wait_flag(const Ready& ready, const WaitSite& site, const ConnCounter*, uint64_t) {
+    for (uint64_t spins = 1; !ready(); ++spins) {
+      if ((spins & 1023) == 0) {
+        if (lane_aborted_ || b_.abort_requested()) {
+          if (b_.tid() == 0 && cfg_.status != nullptr) write_site(site);
+          lane_aborted_ = true;  // see the header: carry on to the next barrier's vote
+          return true;
+        }
+        if (spins >= cfg_.stuck_spins && state_ != kBlockWaiting && b_.tid() == 0 && cfg_.status != nullptr) {
+          write_site(site);
+          set_state(kBlockWaiting);
+        }
+      }
+      b_.pause();
+    }
+    return true;
+  }
+  CCLAB_HD void doorbell(ConnCounter*, uint64_t) {}  // the receiver polls the line flags
+  CCLAB_HD uint64_t load_u64(const uint64_t* p) { return b_.load(p); }
+  CCLAB_HD uint64_t load_u64_acquire(const uint64_t* p) {
+    const uint64_t v = b_.load(p);
+    b_.fence();
+    return v;
+  }
+  CCLAB_HD void store_u64(uint64_t* p, uint64_t v) { b_.store(p, v); }
+  CCLAB_HD void store_u64_release(uint64_t* p, uint64_t v) {
+    b_.fence();
+    b_.store(p, v);
+  }
+
+  // ---- data loops ----------------------------------------------------------------------------------
+  template <typename T>
+  CCLAB_HD CCLAB_DEVICE_NOINLINE void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+    reduce_copy_lanes(op, d0, d1, a, b, n, pre, post, b_.tid(), b_.nthreads());
+  }
+  template <typename T>
+  CCLAB_HD void reduce_copy_lane(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre,
+                                 bool post) {
+    reduce_copy_lanes(op, d0, d1, a, b, n, pre, post, 0, 1);
+  }
+  CCLAB_HD int lane() const { return b_.tid(); }
+  CCLAB_HD int lanes() const { return b_.nthreads(); }
+  CCLAB_HD void wire(const ConnInfo&, size_t) {}
+  CCLAB_HD bool moves_data() const { return true; }
+
+  // ---- the event stream ----------------------------------------------------------------------------
+  CCLAB_HD bool observing() const { return cfg_.records != nullptr; }
+  CCLAB_HD double now_us() { return b_.now_us(); }
+  CCLAB_HD void observe(const StepRecord& r) {
+    if (b_.tid() != 0 || cfg_.records == nullptr) return;
+    if (nrecords_ < cfg_.record_capacity) cfg_.records[nrecords_] = r;
+    ++nrecords_;
+  }
+
+  // Ends the block's work: a last vote (a lane may have seen the abort after the last barrier), the
+  // final state and record count for the host. Returns true if the block finished without aborting.
+  CCLAB_HD bool finish(bool schedule_ok) {
+    const bool failed = b_.sync_or(!schedule_ok || lane_aborted_);
+    if (b_.tid() == 0 && cfg_.status != nullptr) {
+      cfg_.status->records = nrecords_;
+      if (!failed) set_state(kBlockDone);
+      else if (state_ != kBlockSizeMismatch) set_state(kBlockAborted);
+      b_.fence();
+    }
+    return !failed;
+  }
+
+ private:
+  CCLAB_HD bool spin_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
+    for (uint64_t spins = 1; b_.load(&c->value) < target; ++spins) {
+      if ((spins & 1023) == 0) {
+        if (b_.abort_requested()) {
+          if (cfg_.status != nullptr) write_site(site);  // where it was when the abort came
+          return false;
+        }
+        if (spins >= cfg_.stuck_spins && state_ != kBlockWaiting && cfg_.status != nullptr) {
+          write_site(site);
+          set_state(kBlockWaiting);
+        }
+      }
+      b_.pause();
+    }
+    b_.fence();  // acquire: the slot's data (or the freed slot) is read after the counter
+    if (state_ == kBlockWaiting) set_state(kBlockRunning);
+    return true;
+  }
+  CCLAB_HD void write_site(const WaitSite& s) {
+    BlockStatus* st = cfg_.status;
+    st->rank = s.rank;
+    st->channel = s.channel;
+    st->peer = s.peer;
+    st->step = s.step;
+    st->for_data = s.for_data ? 1 : 0;
+    st->prim = static_cast<int32_t>(s.prim);
+  }
+  CCLAB_HD void set_state(int32_t s) {
+    state_ = s;
+    if (cfg_.status != nullptr) *reinterpret_cast<volatile int32_t*>(&cfg_.status->state) = s;
+  }
+  CCLAB_HD void mark(int32_t s) {
+    if (b_.tid() == 0 && state_ != kBlockSizeMismatch) set_state(s);
+  }
+
+  Block& b_;
+  BlockExecConfig cfg_;
+  bool lane_aborted_ = false;
+  int32_t state_ = kBlockRunning;
+  uint64_t nrecords_ = 0;
+};
+
+}  // namespace cclab

@@ -1,0 +1,95 @@
+// kernels/block_kernel.h - the body of the CUDA backend's kernel: one thread block runs one rank's
+// channel of one operation (NCCL's one block per channel). The GPU kernel (kernels/cuda/) calls
+// run_block over DeviceBlock; tests/runtime/block_exec_test.cc calls it over host threads playing a
+// block and compares the bytes with the host executor's. Everything below is the schedules of ring.h,
+// tree.h and p2p.h through BlockExec (block_exec.h); nothing here is GPU-specific.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "kernels/block_exec.h"
+#include "kernels/collectives.h"
+#include "kernels/p2p.h"
+#include "kernels/platform.h"
+#include "kernels/tree.h"
+#include "kernels/trees.h"
+#include "kernels/work.h"
+
+namespace cclab {
+
+enum BlockWorkKind : int32_t {
+  kBlockRing = 0,      // a ring collective (coll.coll)
+  kBlockTree = 1,      // a tree all_reduce
+  kBlockP2pSend = 2,   // a send of p2p.bytes (run with T = uint8_t)
+  kBlockP2pRecv = 3,   // a receive
+};
+
+// One block's work. Pointers are in memory the block can reach (device memory on a GPU). Connections
+// are read at the start and their step written back at the end, so the next operation on the channel
+// continues where this one stopped.
+struct BlockWork {
+  int32_t kind;  // BlockWorkKind
+  int32_t channel;
+  CollWork coll;           // kBlockRing / kBlockTree
+  const int* ring_ranks;   // kBlockRing: the channel's ring seen from this rank (coll.nranks entries)
+  TreeLinks tree;          // kBlockTree: this rank's place in the channel's tree
+  P2pWork p2p;             // kBlockP2pSend / kBlockP2pRecv
+  // Ring: conn[0] from the previous rank, conn[1] to the next. Tree: conn[0] from the parent, conn[1] to
+  // it, conn[2 + i] from child i, conn[5 + i] to child i. P2p: conn[0] (recv) or conn[1] (send).
+  ConnInfo* conn[2 + 2 * kMaxFan];
+  BlockStatus* status;         // may be null
+  StepRecord* records;         // CCLAB_TRACE, or null
+  uint64_t record_capacity;
+  uint64_t stuck_spins;        // spins before a wait reports itself in status (0: kBlockStuckSpins)
+};
+
+constexpr int kBlockConns = 2 + 2 * kMaxFan;
+
+// Runs `w` on this block. Every lane calls it. Returns true if the block finished without aborting.
+template <typename T, class Block>
+CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
+  BlockExecConfig cfg;
+  cfg.status = w.status;
+  cfg.records = w.records;
+  cfg.record_capacity = w.record_capacity;
+  if (w.stuck_spins != 0) cfg.stuck_spins = w.stuck_spins;
+  BlockExec<Block> ex(b, cfg);
+  // Each lane advances its own copy of the connections (all lanes step alike); lane 0 writes them back.
+  ConnInfo local[kBlockConns];
+  ConnInfo* c[kBlockConns];
+  for (int i = 0; i < kBlockConns; ++i) {
+    c[i] = w.conn[i] != nullptr ? &local[i] : nullptr;
+    if (w.conn[i] != nullptr) local[i] = *w.conn[i];
+  }
+  bool ok = false;
+  switch (w.kind) {
+    case kBlockRing: {
+      const RingView ring{w.ring_ranks, w.coll.nranks};
+      ok = run_ring_channel<T>(ex, w.coll, ring, w.channel, c[0], c[1]);
+      break;
+    }
+    case kBlockTree: {
+      TreeConns tc{c[0], c[1], {c[2], c[3], c[4]}, {c[5], c[6], c[7]}, w.tree.ndown};
+      ok = run_tree_channel<T>(ex, w.coll, w.tree, tc, w.channel);
+      break;
+    }
+    case kBlockP2pSend:
+    case kBlockP2pRecv:
+      if constexpr (std::is_same<T, uint8_t>::value) {
+        ok = w.kind == kBlockP2pSend ? run_p2p_send(ex, w.p2p, w.channel, c[1]) : run_p2p_recv(ex, w.p2p, w.channel, c[0]);
+      }
+      break;
+    default:
+      break;
+  }
+  ok = ex.finish(ok);
+  if (b.tid() == 0)
+    for (int i = 0; i < kBlockConns; ++i)
+      if (w.conn[i] != nullptr) w.conn[i]->step = local[i].step;
+  return ok;
+}
+
+}  // namespace cclab

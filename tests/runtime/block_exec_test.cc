@@ -1,0 +1,532 @@
+// The CUDA backend's kernel body (kernels/block_kernel.h: run_block over BlockExec) run on the host: each
+// thread block is played by `lanes` std::threads sharing a barrier, exactly as the GPU kernel runs it
+// over DeviceBlock. For every collective x protocol x a spread of datatypes, ops, counts and lane
+// counts, the bytes it produces must equal the host executor's (HostExec, the tested host path) on the
+// same rings and trees -- byte for byte, with inputs whose reduction order matters (random floats), so
+// a lane mapping that reduced in another order, skipped or duplicated a pack, or raced would show.
+// Integer runs are also checked against the exact fold. Aborts, size mismatches and step records
+// (CCLAB_TRACE on the CUDA backend) go through the same BlockExec and are checked here too.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "host_exec.h"
+#include "kernels/block_kernel.h"
+#include "kernels/collectives.h"
+
+namespace cclab {
+namespace {
+
+// ---- a thread block played by host threads ---------------------------------------------------------
+
+struct EmuShared {
+  explicit EmuShared(int n, const std::atomic<int>* abort) : lanes(n), abort_flag(abort) {}
+  std::mutex m;
+  std::condition_variable cv;
+  int lanes;
+  int arrived = 0;
+  uint64_t gen = 0;
+  bool vote = false;
+  bool result = false;
+  const std::atomic<int>* abort_flag;
+};
+
+class EmuBlock {
+ public:
+  EmuBlock(EmuShared* s, int tid) : s_(s), tid_(tid) {}
+  int tid() const { return tid_; }
+  int nthreads() const { return s_->lanes; }
+  void sync() { (void)sync_or(false); }
+  bool sync_or(bool v) {
+    std::unique_lock<std::mutex> l(s_->m);
+    s_->vote = s_->vote || v;
+    const uint64_t g = s_->gen;
+    if (++s_->arrived == s_->lanes) {
+      s_->result = s_->vote;
+      s_->vote = false;
+      s_->arrived = 0;
+      ++s_->gen;
+      s_->cv.notify_all();
+      return s_->result;
+    }
+    s_->cv.wait(l, [&] { return s_->gen != g; });
+    return s_->result;
+  }
+  uint64_t load(const uint64_t* p) const { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+  void store(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  void fence() const { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+  bool abort_requested() const { return s_->abort_flag != nullptr && s_->abort_flag->load() != 0; }
+  void pause() const { std::this_thread::yield(); }
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+
+ private:
+  EmuShared* s_;
+  int tid_;
+};
+
+// ---- connections between every pair of ranks on every channel, zeroed as fresh FIFOs are -----------
+
+class Mesh {
+ public:
+  Mesh(int nranks, int nch, int buff_bytes, int step_bytes) : n_(nranks), nch_(nch) {
+    const size_t total = fifo_total_bytes(static_cast<size_t>(buff_bytes));
+    for (int ch = 0; ch < nch; ++ch)
+      for (int a = 0; a < n_; ++a)
+        for (int b = 0; b < n_; ++b) {
+          if (a == b) continue;
+          void* mem = std::aligned_alloc(4096, (total + 4095) / 4096 * 4096);
+          std::memset(mem, 0, total);
+          mem_.emplace_back(mem, &std::free);
+          ConnInfo c;
+          c.hdr = static_cast<ConnFifoHeader*>(mem);
+          c.buff = static_cast<char*>(mem) + kFifoDataOffset;
+          c.step_bytes = step_bytes;
+          c.peer = b;
+          send_[{ch, a, b}] = c;
+          c.peer = a;
+          recv_[{ch, a, b}] = c;
+        }
+  }
+  // a's end of a -> b, and b's end of it.
+  ConnInfo* send(int ch, int a, int b) { return a < 0 || b < 0 ? nullptr : &send_.at({ch, a, b}); }
+  ConnInfo* recv(int ch, int a, int b) { return a < 0 || b < 0 ? nullptr : &recv_.at({ch, a, b}); }
+
+ private:
+  int n_, nch_;
+  std::vector<std::unique_ptr<void, void (*)(void*)>> mem_;
+  std::map<std::tuple<int, int, int>, ConnInfo> send_, recv_;
+};
+
+// Channel ch's ring seen from rank r: even channels go up, odd channels go down.
+std::vector<int> ring_of(int n, int ch, int r) {
+  std::vector<int> v(n);
+  for (int i = 0; i < n; ++i) v[i] = ch % 2 == 0 ? (r + i) % n : (r - i + n) % n;
+  return v;
+}
+
+struct Case {
+  CollKind coll;
+  int proto;
+  bool tree;
+  int nranks;
+  int nch;
+  size_t count;
+  RedOpArg op;
+  int lanes;
+};
+
+int buff_bytes_of(int proto) {
+  // Small FIFOs: many steps per operation, so credits wrap the 8 slots often.
+  if (proto == kProtoLL) return 8 * 64 * kLLLineBytes;         // 64 lines (512 B of payload) per step
+  if (proto == kProtoLL128) return 8 * 32 * kLL128LineBytes;   // 32 lines (3840 B) per step
+  return 8 * 4096;                                             // 4 KiB slots
+}
+int step_bytes_of(int proto) { return buff_bytes_of(proto) / kNcclSteps; }
+
+size_t in_elems(const Case& c) { return c.coll == CollKind::kReduceScatter ? c.count * c.nranks : c.count; }
+size_t out_elems(const Case& c) { return c.coll == CollKind::kAllGather ? c.count * c.nranks : c.count; }
+
+CollWork work_of(const Case& c, int r, const void* in, void* out, uint64_t op_count) {
+  CollWork w{};
+  w.coll = c.coll;
+  w.count = c.count;
+  w.send = in;
+  w.recv = out;
+  w.root = c.nranks > 1 ? 1 : 0;
+  w.rank = r;
+  w.nranks = c.nranks;
+  w.nchannels = c.nch;
+  w.proto = c.proto;
+  w.redop = c.op;
+  w.redop.nranks = c.nranks;
+  w.op_count = op_count;
+  const int bb = buff_bytes_of(c.proto);
+  w.chunk_bytes = c.tree ? tree_chunk_bytes(c.proto, bb, in_elems(c) * 4, c.nch, 2, c.nranks)
+                         : ring_chunk_bytes(c.coll, c.proto, bb);
+  return w;
+}
+
+TreeLinks tree_of(const Case& c, int ch, int r) {
+  TreeLinks t;
+  node_tree_with_chain(2, c.nranks / 2, r, 2 * ch >= c.nch ? 1 : 0, &t);
+  return t;
+}
+
+// Runs `ops` operations of case c on fresh connections, with the host executor (lanes == 0) or the
+// block executor; out[r] holds rank r's output after each op in turn.
+template <typename T>
+std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in, std::vector<std::vector<T>>* out,
+                int ops) {
+  Mesh mesh(c.nranks, c.nch, buff_bytes_of(c.proto), step_bytes_of(c.proto));
+  std::vector<std::string> err(static_cast<size_t>(c.nranks) * c.nch);
+  std::atomic<int> abort_flag{0};
+  for (int op = 1; op <= ops; ++op) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < c.nranks; ++r)
+      for (int ch = 0; ch < c.nch; ++ch) {
+        const std::vector<int> ring = ring_of(c.nranks, ch, r);
+        const TreeLinks tree = tree_of(c, ch, r);
+        const CollWork w = work_of(c, r, in[r].data(), (*out)[r].data(), static_cast<uint64_t>(op));
+        BlockWork bw{};
+        bw.kind = c.tree ? kBlockTree : kBlockRing;
+        bw.channel = ch;
+        bw.coll = w;
+        bw.tree = tree;
+        if (c.tree) {
+          bw.conn[0] = mesh.recv(ch, tree.up, r);
+          bw.conn[1] = mesh.send(ch, r, tree.up);
+          for (int i = 0; i < tree.ndown; ++i) {
+            bw.conn[2 + i] = mesh.recv(ch, tree.down[i], r);
+            bw.conn[5 + i] = mesh.send(ch, r, tree.down[i]);
+          }
+        } else if (c.nranks > 1) {
+          bw.conn[0] = mesh.recv(ch, ring[c.nranks - 1], r);
+          bw.conn[1] = mesh.send(ch, r, ring[1]);
+        }
+        std::string* e = &err[static_cast<size_t>(r) * c.nch + ch];
+        if (lanes == 0) {
+          threads.emplace_back([=, &abort_flag] {
+            HostExecConfig cfg;
+            cfg.abort_flag = &abort_flag;
+            cfg.timeout_us = 60e6;
+            HostExec exec(cfg);
+            const RingView rv{ring.data(), c.nranks};
+            bool ok;
+            if (c.tree) {
+              TreeConns tc{bw.conn[0], bw.conn[1], {bw.conn[2], bw.conn[3], bw.conn[4]},
+                           {bw.conn[5], bw.conn[6], bw.conn[7]}, tree.ndown};
+              ok = run_tree_channel<T>(exec, w, tree, tc, ch);
+            } else {
+              ok = run_ring_channel<T>(exec, w, rv, ch, bw.conn[0], bw.conn[1]);
+            }
+            if (!ok) *e = "host executor: " + exec.failure_message();
+          });
+        } else {
+          auto shared = std::make_shared<EmuShared>(lanes, &abort_flag);
+          auto ranks = std::make_shared<std::vector<int>>(ring);
+          for (int l = 0; l < lanes; ++l)
+            threads.emplace_back([=] {
+              BlockWork w2 = bw;
+              w2.ring_ranks = ranks->data();
+              EmuBlock b(shared.get(), l);
+              if (!run_block<T>(b, w2) && l == 0) *e = "block executor aborted";
+            });
+        }
+      }
+    for (auto& t : threads) t.join();
+    for (auto& e : err)
+      if (!e.empty()) return e;
+  }
+  return "";
+}
+
+template <typename T>
+T from_int(int v) {
+  if constexpr (std::is_same<T, half_t>::value || std::is_same<T, bfloat16_t>::value ||
+                std::is_same<T, fp8_e4m3_t>::value || std::is_same<T, fp8_e5m2_t>::value)
+    return from_float<T>(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+template <typename T>
+std::vector<std::vector<T>> inputs(const Case& c, bool exact, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<T>> in(c.nranks, std::vector<T>(in_elems(c)));
+  for (auto& v : in)
+    for (auto& x : v) {
+      if constexpr (std::is_integral<T>::value)
+        x = static_cast<T>(rng() % 7);
+      else if (exact)
+        x = from_int<T>(static_cast<int>(rng() % 5));
+      else if constexpr (std::is_floating_point<T>::value)
+        x = static_cast<T>(std::uniform_real_distribution<double>(-1, 1)(rng));
+      else
+        x = from_float<T>(std::uniform_real_distribution<float>(-2, 2)(rng));
+    }
+  return in;
+}
+
+std::string describe(const Case& c, const char* type) {
+  static const char* colls[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
+  static const char* protos[] = {"LL", "LL128", "Simple"};
+  return std::string(colls[static_cast<int>(c.coll)]) + (c.tree ? "/Tree/" : "/Ring/") + protos[c.proto] + " " +
+         type + " ranks=" + std::to_string(c.nranks) + " ch=" + std::to_string(c.nch) + " count=" +
+         std::to_string(c.count) + " op=" + std::to_string(static_cast<int>(c.op.kind)) + " lanes=" +
+         std::to_string(c.lanes);
+}
+
+// The block executor's bytes equal the host executor's, over two operations on the same connections.
+template <typename T>
+void expect_same(const Case& c, const char* type, uint32_t seed) {
+  SCOPED_TRACE(describe(c, type));
+  const auto in = inputs<T>(c, false, seed);
+  std::vector<std::vector<T>> host(c.nranks, std::vector<T>(out_elems(c))), block = host;
+  // Poison the outputs alike: what an executor does not write stays equal, what it writes must match.
+  for (int r = 0; r < c.nranks; ++r) {
+    std::memset(host[r].data(), 0x5a, host[r].size() * sizeof(T));
+    std::memset(block[r].data(), 0x5a, block[r].size() * sizeof(T));
+  }
+  ASSERT_EQ(run<T>(c, 0, in, &host, 2), "");
+  ASSERT_EQ(run<T>(c, c.lanes, in, &block, 2), "");
+  for (int r = 0; r < c.nranks; ++r)
+    ASSERT_EQ(std::memcmp(host[r].data(), block[r].data(), host[r].size() * sizeof(T)), 0) << "rank " << r;
+}
+
+const RedOpArg kSum{RedOpKind::kSum, 0, 1};
+const RedOpArg kMax{RedOpKind::kMax, 0, 1};
+const RedOpArg kAvg{RedOpKind::kSumPostDiv, 0, 1};
+// PreMulSum by 0.5, the scalar in T's own representation (as ncclRedOpCreatePreMulSum stores it).
+template <typename T>
+RedOpArg premul_half() {
+  RedOpArg a{RedOpKind::kPreMulSum, 0, 1};
+  if constexpr (std::is_floating_point<T>::value)
+    a.scalar_bits = scalar_to_bits(static_cast<T>(0.5));
+  else
+    a.scalar_bits = scalar_to_bits(from_float<T>(0.5f));
+  return a;
+}
+
+const CollKind kColls[] = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
+                           CollKind::kBroadcast, CollKind::kReduce};
+
+class BlockExecRing : public ::testing::TestWithParam<int> {};
+
+TEST_P(BlockExecRing, EveryCollectiveMatchesTheHostExecutor) {
+  const int proto = GetParam();
+  uint32_t seed = 1;
+  for (CollKind coll : kColls)
+    for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(1000), size_t(6151)}) {
+      const int lanes = count % 2 == 0 ? 4 : 3;
+      expect_same<float>({coll, proto, false, 3, 2, count, kSum, lanes}, "float", seed++);
+      if (count >= 1000) {
+        expect_same<half_t>({coll, proto, false, 4, 2, count, kAvg, lanes}, "half", seed++);
+        expect_same<bfloat16_t>({coll, proto, false, 2, 1, count, premul_half<bfloat16_t>(), 2}, "bf16", seed++);
+        expect_same<fp8_e4m3_t>({coll, proto, false, 3, 2, count, kMax, 5}, "fp8e4m3", seed++);
+        expect_same<double>({coll, proto, false, 4, 1, count, kSum, 4}, "double", seed++);
+        expect_same<int8_t>({coll, proto, false, 3, 1, count + 3, kSum, 4}, "int8", seed++);
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, BlockExecRing, ::testing::Values(kProtoSimple, kProtoLL, kProtoLL128),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return std::string(i.param == kProtoLL ? "LL" : i.param == kProtoLL128 ? "LL128" : "Simple");
+                         });
+
+TEST(BlockExecTree, AllReduceMatchesTheHostExecutor) {
+  uint32_t seed = 100;
+  for (int proto : {kProtoSimple, kProtoLL, kProtoLL128})
+    for (size_t count : {size_t(1), size_t(999), size_t(20000)}) {
+      expect_same<float>({CollKind::kAllReduce, proto, true, 6, 2, count, kSum, 4}, "float", seed++);
+      expect_same<bfloat16_t>({CollKind::kAllReduce, proto, true, 4, 2, count, kAvg, 3}, "bf16", seed++);
+    }
+}
+
+// Integers reduce exactly in any order: the block executor's all_reduce is the fold of the inputs.
+TEST(BlockExec, IntegerAllReduceIsTheExactSum) {
+  for (int proto : {kProtoSimple, kProtoLL, kProtoLL128}) {
+    const Case c{CollKind::kAllReduce, proto, false, 4, 2, 5003, kSum, 4};
+    SCOPED_TRACE(describe(c, "int32"));
+    const auto in = inputs<int32_t>(c, true, 7);
+    std::vector<std::vector<int32_t>> out(c.nranks, std::vector<int32_t>(c.count, -1));
+    ASSERT_EQ(run<int32_t>(c, c.lanes, in, &out, 1), "");
+    for (size_t i = 0; i < c.count; ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < c.nranks; ++r) want += in[r][i];
+      for (int r = 0; r < c.nranks; ++r) ASSERT_EQ(out[r][i], want) << "rank " << r << " element " << i;
+    }
+  }
+}
+
+// The lanes' shares of reduce_copy_lanes are disjoint, cover every element and produce the serial
+// loop's bytes, for every alignment of every operand.
+TEST(BlockExec, ReduceCopyLanesEqualsTheSerialLoop) {
+  std::mt19937 rng(3);
+  for (int lanes : {1, 2, 3, 7, 32})
+    for (size_t n : {size_t(0), size_t(1), size_t(15), size_t(16), size_t(17), size_t(333)})
+      for (int mis : {0, 1, 2}) {
+        std::vector<half_t> a(n + 8), b(n + 8), d_ser(n + 8), d_lan(n + 8), e_ser(n + 8), e_lan(n + 8);
+        for (size_t i = 0; i < a.size(); ++i) {
+          a[i] = from_float<half_t>(static_cast<float>(rng() % 100) / 7);
+          b[i] = from_float<half_t>(static_cast<float>(rng() % 100) / 3);
+        }
+        const RedOp<half_t> op(premul_half<half_t>());
+        reduce_copy(op, d_ser.data() + mis, e_ser.data(), a.data() + mis * 2, b.data() + mis, n, true, false);
+        for (int l = 0; l < lanes; ++l)
+          reduce_copy_lanes(op, d_lan.data() + mis, e_lan.data(), a.data() + mis * 2, b.data() + mis, n, true, false,
+                            l, lanes);
+        ASSERT_EQ(std::memcmp(d_ser.data(), d_lan.data(), d_ser.size() * 2), 0) << lanes << " lanes, n " << n;
+        ASSERT_EQ(std::memcmp(e_ser.data(), e_lan.data(), e_ser.size() * 2), 0) << lanes << " lanes, n " << n;
+      }
+}
+
+// The abort flag stops a block stuck waiting for a peer that never comes; every lane returns, and
+// the status names the rank, channel, peer and step.
+TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
+  for (int proto : {kProtoSimple, kProtoLL}) {
+    Mesh mesh(2, 1, buff_bytes_of(proto), step_bytes_of(proto));
+    std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
+    const Case c{CollKind::kAllReduce, proto, false, 2, 1, in.size(), kSum, 4};
+    const std::vector<int> ring = ring_of(2, 0, 0);
+    BlockWork bw{};
+    bw.kind = kBlockRing;
+    bw.coll = work_of(c, 0, in.data(), out.data(), 1);
+    bw.ring_ranks = ring.data();
+    bw.conn[0] = mesh.recv(0, 1, 0);
+    bw.conn[1] = mesh.send(0, 0, 1);
+    BlockStatus status{};
+    bw.status = &status;
+    bw.stuck_spins = 2048;
+    std::atomic<int> abort_flag{0};
+    EmuShared shared(4, &abort_flag);
+    std::atomic<int> returned{0};
+    std::vector<std::thread> lanes;
+    for (int l = 0; l < 4; ++l)
+      lanes.emplace_back([&, l] {
+        EmuBlock b(&shared, l);
+        EXPECT_FALSE(run_block<float>(b, bw));
+        ++returned;
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(returned.load(), 0) << "rank 0 cannot finish without rank 1";
+    abort_flag = 1;
+    for (auto& t : lanes) t.join();
+    EXPECT_EQ(returned.load(), 4);
+    EXPECT_EQ(status.state, kBlockAborted);
+    if (proto == kProtoSimple) {
+      // Rank 0 sent its first slices and waits for rank 1's data on channel 0.
+      EXPECT_EQ(status.rank, 0);
+      EXPECT_EQ(status.channel, 0);
+      EXPECT_EQ(status.peer, 1);
+      EXPECT_EQ(status.for_data, 1);
+      EXPECT_GT(status.step, 0u);
+    }
+  }
+}
+
+// A peer that sends slices of another size stops the block with kBlockSizeMismatch, naming the sizes.
+TEST(BlockExec, SizeMismatchIsReported) {
+  Mesh mesh(2, 1, buff_bytes_of(kProtoSimple), step_bytes_of(kProtoSimple));
+  std::vector<float> in0(1000, 1.0f), out0(1000), in1(600, 1.0f), out1(600);
+  std::atomic<int> abort_flag{0};
+  BlockStatus st[2] = {};
+  std::vector<std::thread> threads;
+  const std::vector<int> ring0 = ring_of(2, 0, 0), ring1 = ring_of(2, 0, 1);
+  for (int r = 0; r < 2; ++r) {
+    const Case c{CollKind::kAllReduce, kProtoSimple, false, 2, 1, r == 0 ? in0.size() : in1.size(), kSum, 2};
+    BlockWork bw{};
+    bw.kind = kBlockRing;
+    bw.coll = work_of(c, r, r == 0 ? in0.data() : in1.data(), r == 0 ? out0.data() : out1.data(), 1);
+    bw.ring_ranks = r == 0 ? ring0.data() : ring1.data();
+    bw.conn[0] = mesh.recv(0, 1 - r, r);
+    bw.conn[1] = mesh.send(0, r, 1 - r);
+    bw.status = &st[r];
+    auto shared = std::make_shared<EmuShared>(2, &abort_flag);
+    for (int l = 0; l < 2; ++l)
+      threads.emplace_back([=] {
+        EmuBlock b(shared.get(), l);
+        (void)run_block<float>(b, bw);
+      });
+  }
+  // Whichever rank notices first stops; the other then waits forever: abort it.
+  const auto t0 = std::chrono::steady_clock::now();
+  while (st[0].state != kBlockSizeMismatch && st[1].state != kBlockSizeMismatch &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  abort_flag = 1;
+  for (auto& t : threads) t.join();
+  const int r = st[0].state == kBlockSizeMismatch ? 0 : 1;
+  ASSERT_EQ(st[r].state, kBlockSizeMismatch);
+  EXPECT_EQ(st[r].peer, 1 - r);
+  EXPECT_NE(st[r].expected, st[r].got);
+}
+
+// With a record buffer, lane 0 records every step the host executor reports to its observer, in the
+// same order and with the same peers, steps, primitives, offsets and sizes.
+TEST(BlockExec, StepRecordsMatchTheHostObserver) {
+  const Case c{CollKind::kAllReduce, kProtoSimple, false, 3, 1, 20000, kSum, 4};
+  const auto in = inputs<float>(c, true, 11);
+  std::vector<std::vector<float>> out(c.nranks, std::vector<float>(c.count));
+  // Host: observer per rank.
+  std::vector<std::vector<StepRecord>> host(c.nranks), block(c.nranks);
+  {
+    Mesh mesh(c.nranks, 1, buff_bytes_of(c.proto), step_bytes_of(c.proto));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < c.nranks; ++r)
+      threads.emplace_back([&, r] {
+        const std::vector<int> ring = ring_of(c.nranks, 0, r);
+        HostExecConfig cfg;
+        cfg.record = [](const StepRecord& s, void* d) { static_cast<std::vector<StepRecord>*>(d)->push_back(s); };
+        cfg.record_data = &host[r];
+        HostExec exec(cfg);
+        const RingView rv{ring.data(), c.nranks};
+        const CollWork w = work_of(c, r, in[r].data(), out[r].data(), 1);
+        EXPECT_TRUE(run_ring_channel<float>(exec, w, rv, 0, mesh.recv(0, ring[c.nranks - 1], r), mesh.send(0, r, ring[1])));
+      });
+    for (auto& t : threads) t.join();
+  }
+  {
+    Mesh mesh(c.nranks, 1, buff_bytes_of(c.proto), step_bytes_of(c.proto));
+    std::vector<std::thread> threads;
+    std::vector<std::vector<int>> rings;
+    for (int r = 0; r < c.nranks; ++r) rings.push_back(ring_of(c.nranks, 0, r));
+    std::vector<BlockStatus> st(c.nranks);
+    for (int r = 0; r < c.nranks; ++r) {
+      block[r].resize(4096);
+      BlockWork bw{};
+      bw.kind = kBlockRing;
+      bw.coll = work_of(c, r, in[r].data(), out[r].data(), 1);
+      bw.ring_ranks = rings[r].data();
+      bw.conn[0] = mesh.recv(0, rings[r][c.nranks - 1], r);
+      bw.conn[1] = mesh.send(0, r, rings[r][1]);
+      bw.status = &st[r];
+      bw.records = block[r].data();
+      bw.record_capacity = block[r].size();
+      auto shared = std::make_shared<EmuShared>(c.lanes, nullptr);
+      for (int l = 0; l < c.lanes; ++l)
+        threads.emplace_back([=] {
+          EmuBlock b(shared.get(), l);
+          EXPECT_TRUE(run_block<float>(b, bw));
+        });
+    }
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < c.nranks; ++r) {
+      ASSERT_EQ(st[r].state, kBlockDone);
+      block[r].resize(st[r].records);
+    }
+  }
+  for (int r = 0; r < c.nranks; ++r) {
+    ASSERT_GT(host[r].size(), 4u);
+    ASSERT_EQ(host[r].size(), block[r].size()) << "rank " << r;
+    for (size_t i = 0; i < host[r].size(); ++i) {
+      const StepRecord &h = host[r][i], &b = block[r][i];
+      EXPECT_EQ(h.send_peer, b.send_peer);
+      EXPECT_EQ(h.recv_peer, b.recv_peer);
+      EXPECT_EQ(h.step, b.step);
+      EXPECT_EQ(h.prim, b.prim);
+      EXPECT_EQ(h.bytes, b.bytes);
+      EXPECT_EQ(h.offset, b.offset);
+      EXPECT_LE(b.begin_us, b.data_us);
+      EXPECT_LE(b.data_us, b.end_us);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cclab
