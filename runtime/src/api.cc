@@ -15,6 +15,7 @@
 #include "cclab/cclab.h"
 #include "comm.h"
 #include "enqueue.h"
+#include "cuda_backend.h"
 #include "sim_backend.h"
 #include "kernels/dtypes.h"
 
@@ -91,7 +92,7 @@ ncclResult_t collective(OpDesc op, size_t mult, bool needs_op) {
   CCLAB_TRY(check_type(op.type, op.fn));
   if (needs_op) CCLAB_TRY(check_op(op.comm, op.op, op.type, op.fn));
   CCLAB_TRY(check_count(op.count, op.type, mult, op.fn, "count"));
-  CCLAB_TRY(check_stream(op.stream, op.fn));
+  if (!op.comm->cuda) CCLAB_TRY(check_stream(op.stream, op.fn));  // CUDA checks its streams at launch
   return fail(enqueue(op));
 }
 
@@ -150,6 +151,7 @@ extern "C" ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (!ptr) return report_error(ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
   *ptr = nullptr;
   if (size == 0) return ncclSuccess;
+  if (current_backend() == cclabBackendCuda) return cuda_mem_alloc(ptr, size);
   void* p = aligned_alloc(4096, (size + 4095) / 4096 * 4096);
   if (!p) return report_error(ncclSystemError, "ncclMemAlloc: cannot allocate %zu bytes", size);
   *ptr = p;
@@ -158,6 +160,7 @@ extern "C" ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
 CCLAB_ALIAS(ncclResult_t, ncclMemAlloc, (void**, size_t))
 
 extern "C" ncclResult_t ncclMemFree(void* ptr) {
+  if (ptr != nullptr && current_backend() == cclabBackendCuda) return cuda_mem_free(ptr);
   free(ptr);
   return ncclSuccess;
 }
@@ -248,6 +251,7 @@ extern "C" ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (r != ncclSuccess) return r;
   // Every wait of this communicator polls the flag, so in-flight work stops within milliseconds.
   comm->abort_flag.store(1);
+  if (comm->cuda) cuda_abort(comm);
   comm_drain(comm);
   comm_free(comm);
   return ncclSuccess;
@@ -261,6 +265,7 @@ extern "C" ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
     return report_error(ncclInvalidArgument, "ncclCommRevoke: revokeFlags must be NCCL_REVOKE_DEFAULT (0), not %d",
                         flags);
   comm->abort_flag.store(1);
+  if (comm->cuda) cuda_abort(comm);
   comm_drain(comm);
   return ncclSuccess;
 }
@@ -684,10 +689,20 @@ namespace cclab {
 cclabBackend_t current_backend() {
   int b = g_backend.load();
   if (b < 0) {
-    const std::string env = param_str("CCLAB_BACKEND", "host");
-    b = env == "sim" ? cclabBackendSim : cclabBackendHost;
-    if (env != "sim" && env != "host")
-      CCLAB_WARN("CCLAB_BACKEND=%s: unknown or not built (host, sim); using host", env.c_str());
+    // CCLAB_BACKEND names the backend; unset, a present GPU means the CUDA backend (as NCCL needs one).
+    const std::string env = param_str("CCLAB_BACKEND", nullptr);
+    std::string why;
+    if (env.empty()) {
+      b = cuda_available(&why) ? cclabBackendCuda : cclabBackendHost;
+    } else if (env == "sim") {
+      b = cclabBackendSim;
+    } else if (env == "cuda") {
+      b = cuda_available(&why) ? cclabBackendCuda : cclabBackendHost;
+      if (b == cclabBackendHost) CCLAB_WARN("CCLAB_BACKEND=cuda: %s; using host", why.c_str());
+    } else {
+      b = cclabBackendHost;
+      if (env != "host") CCLAB_WARN("CCLAB_BACKEND=%s: unknown (host, sim, cuda); using host", env.c_str());
+    }
     int expected = -1;
     g_backend.compare_exchange_strong(expected, b);
     b = g_backend.load();
@@ -697,9 +712,12 @@ cclabBackend_t current_backend() {
 }  // namespace cclab
 
 extern "C" ncclResult_t cclabSetBackend(cclabBackend_t b) {
-  if (b != cclabBackendHost && b != cclabBackendSim)
-    return report_error(ncclInvalidArgument, "cclabSetBackend: backend %s is not built into this cclab",
-                        cclabBackendName(b));
+  std::string why;
+  if (b == cclabBackendCuda && !cuda_available(&why))
+    return report_error(ncclInvalidArgument, "cclabSetBackend: the CUDA backend cannot run here: %s", why.c_str());
+  if (b != cclabBackendHost && b != cclabBackendSim && b != cclabBackendCuda)
+    return report_error(ncclInvalidArgument, "cclabSetBackend: %d is not a backend (host, sim, cuda)",
+                        static_cast<int>(b));
   g_backend = b;
   return ncclSuccess;
 }
@@ -719,10 +737,12 @@ extern "C" const char* cclabBackendName(cclabBackend_t b) {
 
 extern "C" ncclResult_t cclabStreamCreate(cudaStream_t* s) {
   if (!s) return report_error(ncclInvalidArgument, "cclabStreamCreate: stream is NULL");
+  if (current_backend() == cclabBackendCuda) return cuda_stream(CudaStreamOp::kCreate, s);
   *s = host_stream_register(new HostStream);
   return ncclSuccess;
 }
 extern "C" ncclResult_t cclabStreamSynchronize(cudaStream_t s) {
+  if (current_backend() == cclabBackendCuda) return cuda_stream(CudaStreamOp::kSynchronize, &s);
   bool valid = true;
   HostStream* hs = host_stream_lookup(s, &valid);
   if (!valid) return report_error(ncclInvalidArgument, "cclabStreamSynchronize: %p is not a host stream", (void*)s);
@@ -731,6 +751,7 @@ extern "C" ncclResult_t cclabStreamSynchronize(cudaStream_t s) {
   return hs ? hs->synchronize() : ncclSuccess;
 }
 extern "C" ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee) {
+  if (current_backend() == cclabBackendCuda) return cuda_stream_wait(waiter, waitee);
   bool v1 = true, v2 = true;
   HostStream* a = host_stream_lookup(waiter, &v1);
   HostStream* b = host_stream_lookup(waitee, &v2);
@@ -759,12 +780,14 @@ extern "C" ncclResult_t cclabSimTime(double* us) {
   return sim_time(us);
 }
 extern "C" ncclResult_t cclabStreamQuery(cudaStream_t s) {
+  if (current_backend() == cclabBackendCuda) return cuda_stream(CudaStreamOp::kQuery, &s);
   bool valid = true;
   HostStream* hs = host_stream_lookup(s, &valid);
   if (!valid) return report_error(ncclInvalidArgument, "cclabStreamQuery: %p is not a host stream", (void*)s);
   return (!hs || hs->idle()) ? ncclSuccess : ncclInProgress;
 }
 extern "C" ncclResult_t cclabStreamDestroy(cudaStream_t s) {
+  if (current_backend() == cclabBackendCuda) return cuda_stream(CudaStreamOp::kDestroy, &s);
   bool valid = true;
   HostStream* hs = host_stream_lookup(s, &valid);
   if (!valid || !hs) return report_error(ncclInvalidArgument, "cclabStreamDestroy: %p is not a host stream", (void*)s);
@@ -772,8 +795,14 @@ extern "C" ncclResult_t cclabStreamDestroy(cudaStream_t s) {
   delete hs;  // drains its queue first
   return ncclSuccess;
 }
+extern "C" ncclResult_t cclabSetDevice(int dev) {
+  if (dev < 0) return report_error(ncclInvalidArgument, "cclabSetDevice: device %d is negative", dev);
+  if (current_backend() == cclabBackendCuda) return cuda_set_device(dev);
+  return ncclSuccess;
+}
 extern "C" ncclResult_t cclabMemcpy(void* dst, const void* src, size_t bytes) {
   if (bytes && (!dst || !src)) return report_error(ncclInvalidArgument, "cclabMemcpy: %s is NULL", dst ? "src" : "dst");
+  if (bytes && current_backend() == cclabBackendCuda) return cuda_read(dst, src, bytes);
   if (bytes) memmove(dst, src, bytes);
   return ncclSuccess;
 }

@@ -1,6 +1,7 @@
 // Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
 #include "comm.h"
 #include "recorder.h"
+#include "cuda_backend.h"
 #include "sim_backend.h"
 
 #include <unistd.h>
@@ -105,6 +106,7 @@ void attach(ncclComm_t comm, Conn* conn, int peer, int buff_bytes) {
 ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int peer, int buff_bytes) {
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
+  if (comm->cuda) return cuda_connect_recv(comm, conn, conn->kind, conn_name(comm, kind, c, peer, comm->rank), peer, buff_bytes);
   r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(buff_bytes),
                      &conn->seg);
   if (r != ncclSuccess) return r;
@@ -116,8 +118,11 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
   const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
-  r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
-                   &comm->abort_flag, timeout, &conn->seg);
+  if (comm->cuda)
+    r = cuda_connect_send(comm, conn, conn->kind, conn_name(comm, kind, c, comm->rank, peer), peer, buff_bytes, timeout);
+  else
+    r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
+                     &comm->abort_flag, timeout, &conn->seg);
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();
@@ -126,7 +131,7 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
     return report_error(r, "rank %d channel %d could not connect to rank %d (%s connection, via %s): %s%s", comm->rank,
                         kind == 'p' ? 0 : c, peer, what, transport_name(conn->kind), why.c_str(), limit.c_str());
   }
-  attach(comm, conn, peer, buff_bytes);
+  if (!comm->cuda) attach(comm, conn, peer, buff_bytes);
   if (kind == 'r' || kind == 'p')
     CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
                kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
@@ -154,7 +159,9 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
                         static_cast<long long>(buff), kNcclSteps * 512, kNcclSteps * 4096);
   // The host backend's "topology" is flat; two channels exercise the multi-channel paths without
   // oversubscribing small machines. NCCL_MIN/MAX_NCHANNELS and the config's min/maxCTAs bound it.
-  int64_t nch = 2;
+  // On GPUs more channels are what bandwidth needs (a thread block each); 16 until the channel count
+  // comes from the detected machine's ring search.
+  int64_t nch = comm->cuda ? 16 : 2;
   int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
   if (comm->config.minCTAs != NCCL_CONFIG_UNDEF_INT) lo = std::max<int64_t>(lo, comm->config.minCTAs);
   if (comm->config.maxCTAs != NCCL_CONFIG_UNDEF_INT) hi = std::min<int64_t>(hi, comm->config.maxCTAs);
@@ -269,6 +276,10 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   if (r != ncclSuccess) return r;
   if (comm->sim) {
     r = sim_attach(comm);
+    if (r != ncclSuccess) return r;
+  }
+  if (comm->cuda) {
+    r = cuda_attach(comm);
     if (r != ncclSuccess) return r;
   }
   // The rings' Simple connections now, so that a missing transport fails init; the other protocols
@@ -421,8 +432,18 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   auto* comm = new ncclComm;
   comm->magic = kCommMagic;
   comm->sim = current_backend() == cclabBackendSim;
+  comm->cuda = current_backend() == cclabBackendCuda;
   comm->rank = rank;
   comm->nranks = nranks;
+  // On the CUDA backend ncclCommInitRank* take the calling thread's current device, as NCCL does
+  // (the host backend numbers its "devices" by rank).
+  if (comm->cuda && std::strncmp(fn, "ncclCommInitRank", 16) == 0) {
+    r = cuda_current_device(&dev);
+    if (r != ncclSuccess) {
+      delete comm;
+      return r;
+    }
+  }
   comm->dev = dev;
   ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
   comm->config = config ? *config : defaults;
@@ -451,6 +472,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 }
 
 void comm_free(ncclComm_t comm) {
+  if (comm->cuda) cuda_detach(comm);
   recorder_detach(comm);
   {
     std::lock_guard<std::mutex> lk(g_live_mu);

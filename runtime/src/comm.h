@@ -25,6 +25,8 @@
 
 namespace cclab {
 
+struct CudaComm;  // cuda_backend.h
+
 // What every rank tells every other rank at init (all-gathered over the bootstrap).
 struct PeerInfo {
   uint64_t host_hash;  // same host <=> same value
@@ -37,6 +39,8 @@ struct PeerInfo {
 struct Conn {
   ConnInfo info;
   std::shared_ptr<Segment> seg;
+  std::shared_ptr<void> cuda_mem;  // CUDA backend: the FIFO's device or mapped memory (cuda_backend.cc)
+  int cuda_slot = -1;              // CUDA backend: this end's ConnInfo in the communicator's device table
   TransportKind kind = TransportKind::kP2p;
   bool connected = false;
 };
@@ -114,6 +118,8 @@ struct ncclComm {
   double timeout_s = 0;
   bool recording = false;  // CCLAB_TRACE / CCLAB_LIVE record this communicator (recorder.h)
   bool sim = false;  // created under the sim backend: collectives run in the process's simulated world
+  bool cuda = false;  // created under the CUDA backend: collectives run as cclab's kernels on comm->dev
+  std::shared_ptr<cclab::CudaComm> cuda_state;  // cuda_backend.cc
 };
 
 namespace cclab {

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "host_kernels.h"
+#include "cuda_backend.h"
 #include "sim_backend.h"
 #include "kernels/collectives.h"
 #include "kernels/dtypes.h"
@@ -95,7 +96,10 @@ RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t) {
       uint64_t bits = d.scalar_bits;
       if (d.residence == ncclScalarDevice) {  // read now, when the operation executes
         bits = 0;
-        memcpy(&bits, d.scalar_ptr, type_size(t));
+        if (comm->cuda)
+          (void)cuda_read(&bits, d.scalar_ptr, type_size(t));
+        else
+          memcpy(&bits, d.scalar_ptr, type_size(t));
       }
       return RedOpArg{RedOpKind::kPreMulSum, bits, comm->nranks};
     }
@@ -113,8 +117,11 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
   return report_error(code, "%s", msg.c_str());
 }
 
-ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
-  CollWork w;
+}  // namespace
+
+ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out, AlgoKind* algo_out, size_t* total_out) {
+  CollWork& w = *out;
+  w = CollWork{};
   w.coll = op.coll;
   w.count = op.count;
   w.send = op.send;
@@ -150,6 +157,20 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       return report_error(res, "%s", msg.c_str());
     }
   }
+  *algo_out = algo;
+  *total_out = total;
+  return ncclSuccess;
+}
+
+namespace {
+
+ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
+  CollWork w;
+  AlgoKind algo = AlgoKind::kRing;
+  size_t total = 0;
+  ncclResult_t res = prepare_collective(comm, op, &w, &algo, &total);
+  if (res != ncclSuccess) return res;
+  const bool tree = algo == AlgoKind::kTree;
   HostCollFn fn = host_coll_kernel(op.type);
   HostTreeFn tree_fn = host_tree_kernel(op.type);
   HostExecConfig cfg = comm->exec_cfg;
@@ -278,6 +299,7 @@ ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
 
 ncclResult_t launch(std::vector<OpDesc>& ops) {
   if (!ops.empty() && ops.front().comm->sim) return sim_launch(ops);
+  if (!ops.empty() && ops.front().comm->cuda) return cuda_launch(ops);
   // Split by communicator, keeping each communicator's order.
   std::vector<ncclComm_t> order;
   std::map<ncclComm_t, std::vector<OpDesc>> plans;

@@ -26,6 +26,10 @@ struct OpDesc {
 // The executor's reduction argument of `op` on `t` (ncclAvg, PreMulSum scalars, ...).
 RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
 
+// The work of collective `op` on this rank: algorithm, protocol, channels, chunk and reduction chosen as
+// every backend chooses them, the connections it needs made (NCCL's runtime connect), the op counted.
+ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* w, AlgoKind* algo, size_t* total_bytes);
+
 // Records the op in the current group, or runs it now (as a group of one) outside a group.
 ncclResult_t enqueue(const OpDesc& op);
 

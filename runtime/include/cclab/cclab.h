@@ -32,7 +32,7 @@ extern "C" {
 typedef enum {
   cclabBackendHost = 0, /* CPU threads or processes play the GPUs; device memory is host memory */
   cclabBackendSim = 1,  /* SimGrid model of the fabric: collectives run in simulated time (docs/simulator.md) */
-  cclabBackendCuda = 2, /* real GPUs (later issue) */
+  cclabBackendCuda = 2, /* real GPUs: cclab's kernels on device memory and cudaStream_t streams (docs/gpu.md) */
 } cclabBackend_t;
 
 /* The backend communicators created from now on by this process use. Default: CCLAB_BACKEND
@@ -53,6 +53,14 @@ ncclResult_t cclabStreamSynchronize(cudaStream_t stream);
 ncclResult_t cclabStreamQuery(cudaStream_t stream);
 ncclResult_t cclabStreamDestroy(cudaStream_t stream);
 
+/* On the CUDA backend these create, synchronise, query and destroy real CUDA streams
+ * (cudaStreamCreateWithFlags(cudaStreamNonBlocking), ...) of the current device, so a program can stay
+ * free of CUDA headers; a program that has them may pass its own cudaStream_t to every NCCL call. */
+
+/* The device the calling thread's next communicator and streams use (cudaSetDevice on the CUDA
+ * backend; nothing on the host and sim backends, whose ranks are numbered by rank). */
+ncclResult_t cclabSetDevice(int dev);
+
 /* Work queued on `waiter` after this call starts once everything queued on `waitee` before it has
  * completed (cudaEventRecord on waitee + cudaStreamWaitEvent on waiter). */
 ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee);
@@ -69,8 +77,9 @@ ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee);
 ncclResult_t cclabSimKernel(cudaStream_t stream, int rank, double flops, double seconds);
 ncclResult_t cclabSimTime(double* us);
 
-/* Copies bytes between two buffers of the current backend's memory (host memory on the host
- * backend, device memory on CUDA). */
+/* Copies `bytes` between host memory and the current backend's memory (what ncclMemAlloc returns: host
+ * memory on the host backend, device memory on CUDA), in any direction, synchronously - so a program can
+ * fill and check its buffers without knowing the backend. */
 ncclResult_t cclabMemcpy(void* dst, const void* src, size_t bytes);
 
 /* ---- Observer hooks -----------------------------------------------------------------------------

@@ -1,0 +1,334 @@
+// The CUDA backend on a real GPU (ctest label `gpu`): every collective x datatype x op x protocol
+// (Ring, and Tree for all_reduce) on 1..4 ranks spread over the devices present (several ranks share a
+// GPU when there are fewer GPUs than ranks, each with its own buffers and stream), byte-exact against a
+// host fold of small-integer inputs, with guard bytes after every output; send/recv; in place; bad
+// buffers; abort of a stuck kernel. Without a device it says why and exits 77 (ctest: skipped).
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cclab/cclab.h"
+#include "nccl.h"
+
+namespace {
+
+int g_ndev = 0;
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x << ": " << cudaGetErrorString(x)
+
+size_t type_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    default: return 8;
+  }
+}
+
+// Small integer v as the bytes of type t (exact in every type, sums of up to 4 ranks stay exact).
+void put(ncclDataType_t t, void* p, int v) {
+  switch (t) {
+    case ncclInt8: *static_cast<int8_t*>(p) = static_cast<int8_t>(v); break;
+    case ncclUint8: *static_cast<uint8_t*>(p) = static_cast<uint8_t>(v); break;
+    case ncclInt32: *static_cast<int32_t*>(p) = v; break;
+    case ncclUint32: *static_cast<uint32_t*>(p) = static_cast<uint32_t>(v); break;
+    case ncclInt64: *static_cast<int64_t*>(p) = v; break;
+    case ncclUint64: *static_cast<uint64_t*>(p) = static_cast<uint64_t>(v); break;
+    case ncclFloat32: *static_cast<float*>(p) = static_cast<float>(v); break;
+    case ncclFloat64: *static_cast<double*>(p) = v; break;
+    case ncclFloat16: {  // integers 0..15 as IEEE half: exponent 15 + e, mantissa bits
+      uint16_t h = 0;
+      if (v > 0) {
+        int e = 0;
+        while ((v >> (e + 1)) != 0) ++e;
+        h = static_cast<uint16_t>(((15 + e) << 10) | (((v << 10) >> e) & 0x3ff));
+      }
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ncclBfloat16: {
+      const float f = static_cast<float>(v);
+      uint32_t b;
+      std::memcpy(&b, &f, 4);
+      const uint16_t h = static_cast<uint16_t>(b >> 16);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case ncclFloat8e4m3: {  // 0..15: exponent bias 7, 3 mantissa bits
+      uint8_t q = 0;
+      if (v > 0) {
+        int e = 0;
+        while ((v >> (e + 1)) != 0) ++e;
+        q = static_cast<uint8_t>(((7 + e) << 3) | (((v << 3) >> e) & 7));
+      }
+      *static_cast<uint8_t*>(p) = q;
+      break;
+    }
+    default: {  // e5m2: bias 15, 2 mantissa bits
+      uint8_t q = 0;
+      if (v > 0) {
+        int e = 0;
+        while ((v >> (e + 1)) != 0) ++e;
+        q = static_cast<uint8_t>(((15 + e) << 2) | (((v << 2) >> e) & 3));
+      }
+      *static_cast<uint8_t*>(p) = q;
+    }
+  }
+}
+
+// Element i of rank r's input: values whose sums over <= 4 ranks are exact in fp8 (<= 15 after max/sum).
+int input_value(int r, size_t i, ncclRedOp_t op) {
+  if (op == ncclProd) return 1 + static_cast<int>((i + r) % 2);
+  return static_cast<int>((i * 7 + r * 3) % 4);
+}
+
+int fold(ncclRedOp_t op, int a, int b) {
+  switch (op) {
+    case ncclProd: return a * b;
+    case ncclMax: return a > b ? a : b;
+    case ncclMin: return a < b ? a : b;
+    default: return a + b;
+  }
+}
+
+// One rank: its device, stream and communicator.
+struct Rank {
+  int dev = 0;
+  cudaStream_t stream = nullptr;
+  ncclComm_t comm = nullptr;
+};
+
+// Runs f(r) on one thread per rank (each on its device) and joins.
+void each_rank(int n, const std::function<void(int)>& f) {
+  std::vector<std::thread> t;
+  for (int r = 0; r < n; ++r) t.emplace_back([&, r] { f(r); });
+  for (auto& x : t) x.join();
+}
+
+std::vector<Rank> make_ranks(int n) {
+  std::vector<Rank> ranks(n);
+  ncclUniqueId id;
+  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  each_rank(n, [&](int r) {
+    ranks[r].dev = r % g_ndev;
+    cudaSetDevice(ranks[r].dev);
+    cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking);
+    EXPECT_EQ(ncclCommInitRank(&ranks[r].comm, n, id, r), ncclSuccess) << ncclGetLastError(nullptr);
+  });
+  return ranks;
+}
+
+void free_ranks(std::vector<Rank>& ranks) {
+  each_rank(static_cast<int>(ranks.size()), [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    EXPECT_EQ(ncclCommDestroy(ranks[r].comm), ncclSuccess);
+    cudaStreamDestroy(ranks[r].stream);
+  });
+}
+
+enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
+const char* kCollNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"};
+
+// One collective on every rank; returns "" or what was wrong (first difference).
+std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t, ncclRedOp_t op, size_t count,
+                          bool in_place) {
+  const int n = static_cast<int>(ranks.size());
+  const size_t es = type_size(t);
+  const size_t in_elems = coll == kReduceScatter ? count * n : count;
+  const size_t out_elems = coll == kAllGather ? count * n : count;
+  const int root = n > 1 ? 1 : 0;
+  const size_t guard = 64;
+  std::vector<std::string> err(n);
+  // Host copies of every rank's input, for the expected result.
+  std::vector<std::vector<int>> vals(n, std::vector<int>(in_elems));
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < in_elems; ++i) vals[r][i] = input_value(r, i, op);
+  each_rank(n, [&](int r) {
+    Rank& rk = ranks[r];
+    cudaSetDevice(rk.dev);
+    const size_t out_bytes = out_elems * es, in_bytes = in_elems * es;
+    char *out = nullptr, *in = nullptr;
+    if (cudaMalloc(&out, out_bytes + guard) != cudaSuccess) { err[r] = "cudaMalloc"; return; }
+    std::vector<char> host_in(in_bytes), host_out(out_bytes + guard, static_cast<char>(0xab));
+    for (size_t i = 0; i < in_elems; ++i) put(t, host_in.data() + i * es, vals[r][i]);
+    cudaMemcpy(out, host_out.data(), out_bytes + guard, cudaMemcpyHostToDevice);
+    if (in_place) {
+      // The input sits where the collective expects it inside the output buffer.
+      const size_t off = coll == kAllGather ? static_cast<size_t>(r) * count * es : 0;
+      if (coll == kReduceScatter) {  // input larger than output: a separate buffer big enough for both
+        cudaFree(out);
+        cudaMalloc(&out, in_bytes + guard);
+        std::vector<char> fill(in_bytes + guard, static_cast<char>(0xab));
+        cudaMemcpy(out, fill.data(), fill.size(), cudaMemcpyHostToDevice);
+      }
+      cudaMemcpy(out + off, host_in.data(), in_bytes, cudaMemcpyHostToDevice);
+      in = out + off;
+    } else {
+      cudaMalloc(&in, in_bytes + 1);
+      cudaMemcpy(in, host_in.data(), in_bytes, cudaMemcpyHostToDevice);
+    }
+    ncclResult_t res = ncclSuccess;
+    switch (coll) {
+      case kAllReduce: res = ncclAllReduce(in, out, count, t, op, rk.comm, rk.stream); break;
+      case kAllGather: res = ncclAllGather(in, out, count, t, rk.comm, rk.stream); break;
+      case kReduceScatter: res = ncclReduceScatter(in, out, count, t, op, rk.comm, rk.stream); break;
+      case kBroadcast: res = ncclBroadcast(in, out, count, t, root, rk.comm, rk.stream); break;
+      case kReduce: res = ncclReduce(in, out, count, t, op, root, rk.comm, rk.stream); break;
+    }
+    if (res != ncclSuccess) err[r] = std::string("call failed: ") + ncclGetLastError(rk.comm);
+    if (cudaStreamSynchronize(rk.stream) != cudaSuccess) err[r] = "cudaStreamSynchronize failed";
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(rk.comm, &async);
+    if (async != ncclSuccess) err[r] = std::string("async error: ") + ncclGetLastError(rk.comm);
+    const size_t check_bytes = (in_place && coll == kReduceScatter) ? in_bytes : out_bytes;
+    host_out.assign(check_bytes + guard, 0);
+    cudaMemcpy(host_out.data(), out, check_bytes + guard, cudaMemcpyDeviceToHost);
+    if (err[r].empty()) {
+      for (size_t g = 0; g < guard; ++g)
+        if (static_cast<unsigned char>(host_out[check_bytes + g]) != 0xab) {
+          err[r] = "guard byte " + std::to_string(g) + " after the output was overwritten";
+          break;
+        }
+      const bool has_result = !(coll == kReduce && r != root);
+      for (size_t i = 0; err[r].empty() && has_result && i < out_elems; ++i) {
+        int want = 0;
+        if (coll == kAllGather) {
+          want = vals[i / count][i % count];
+        } else if (coll == kBroadcast) {
+          want = vals[root][i];
+        } else {
+          const size_t src = coll == kReduceScatter ? r * count + i : i;
+          want = vals[0][src];
+          for (int q = 1; q < n; ++q) want = fold(op, want, vals[q][src]);
+        }
+        std::vector<char> w(es);
+        put(t, w.data(), want);
+        const char* got = host_out.data() + i * es;
+        if (std::memcmp(got, w.data(), es) != 0) {
+          err[r] = "element " + std::to_string(i) + " is wrong (expected the value " + std::to_string(want) + ")";
+        }
+      }
+    }
+    if (!in_place) cudaFree(in);
+    cudaFree(out);
+  });
+  for (int r = 0; r < n; ++r)
+    if (!err[r].empty()) return "rank " + std::to_string(r) + ": " + err[r];
+  return "";
+}
+
+const ncclDataType_t kTypes[] = {ncclInt8,   ncclUint8,   ncclInt32,    ncclUint32,     ncclInt64,     ncclUint64,
+                                 ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
+
+void matrix(const char* proto, const char* algo) {
+  setenv("NCCL_PROTO", proto, 1);
+  if (algo) setenv("NCCL_ALGO", algo, 1); else unsetenv("NCCL_ALGO");
+  for (int n : {1, 2, 3, 4}) {
+    std::vector<Rank> ranks = make_ranks(n);
+    for (int c = 0; c < 5; ++c) {
+      if (algo && c != kAllReduce) continue;
+      for (ncclDataType_t t : kTypes)
+        for (ncclRedOp_t op : {ncclSum, ncclProd, ncclMax, ncclMin})
+          for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(4099), size_t(1 << 20) + 3}) {
+            if (op != ncclSum && count > 4099) continue;
+            for (bool in_place : {false, true}) {
+              SCOPED_TRACE(std::string(kCollNames[c]) + " proto " + proto + (algo ? std::string(" algo ") + algo : "") +
+                           " ranks " + std::to_string(n) + " type " + std::to_string(t) + " op " + std::to_string(op) +
+                           " count " + std::to_string(count) + (in_place ? " in place" : ""));
+              ASSERT_EQ(run_and_check(ranks, static_cast<Coll>(c), t, op, count, in_place), "");
+            }
+          }
+    }
+    free_ranks(ranks);
+  }
+  unsetenv("NCCL_PROTO");
+  unsetenv("NCCL_ALGO");
+}
+
+TEST(GpuCollectives, RingSimple) { matrix("Simple", "Ring"); }
+TEST(GpuCollectives, RingLL) { matrix("LL", "Ring"); }
+TEST(GpuCollectives, RingLL128) { matrix("LL128", "Ring"); }
+TEST(GpuCollectives, TreeAllProtocols) { matrix("Simple,LL,LL128", "Tree"); }
+TEST(GpuCollectives, TunerChoice) { matrix("Simple,LL,LL128", nullptr); }
+
+// Send/recv: a ring shift of 1 MiB on every rank, grouped, and a self send.
+TEST(GpuCollectives, SendRecvRingShift) {
+  for (int n : {2, 3, 4}) {
+    std::vector<Rank> ranks = make_ranks(n);
+    const size_t count = (1 << 18) + 5;
+    std::vector<std::string> err(n);
+    each_rank(n, [&](int r) {
+      cudaSetDevice(ranks[r].dev);
+      float *s = nullptr, *d = nullptr;
+      cudaMalloc(&s, count * 4);
+      cudaMalloc(&d, count * 4);
+      std::vector<float> h(count);
+      for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>(r * 1000 + i % 1000);
+      cudaMemcpy(s, h.data(), count * 4, cudaMemcpyHostToDevice);
+      ncclGroupStart();
+      ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, ranks[r].stream);
+      ncclRecv(d, count, ncclFloat32, (r + n - 1) % n, ranks[r].comm, ranks[r].stream);
+      if (ncclGroupEnd() != ncclSuccess) err[r] = ncclGetLastError(ranks[r].comm);
+      cudaStreamSynchronize(ranks[r].stream);
+      cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost);
+      const int from = (r + n - 1) % n;
+      for (size_t i = 0; err[r].empty() && i < count; ++i)
+        if (h[i] != static_cast<float>(from * 1000 + i % 1000)) err[r] = "element " + std::to_string(i);
+      cudaFree(s);
+      cudaFree(d);
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+    free_ranks(ranks);
+  }
+}
+
+// A host (non-registered) buffer is an argument error naming the buffer, not a crash.
+TEST(GpuCollectives, HostBufferIsRejected) {
+  std::vector<Rank> ranks = make_ranks(1);
+  std::vector<float> host(16);
+  cudaSetDevice(ranks[0].dev);
+  EXPECT_EQ(ncclAllReduce(host.data(), host.data(), 16, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream),
+            ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(ranks[0].comm)).find("not GPU memory"), std::string::npos);
+  free_ranks(ranks);
+}
+
+// Rank 1 never joins: rank 0's kernel waits for it; ncclCommAbort stops the kernel within seconds.
+TEST(GpuCollectives, AbortStopsAStuckKernel) {
+  std::vector<Rank> ranks = make_ranks(2);
+  cudaSetDevice(ranks[0].dev);
+  float* buf = nullptr;
+  CUDA_OK(cudaMalloc(&buf, 1 << 20));
+  ASSERT_EQ(ncclAllReduce(buf, buf, (1 << 20) / 4, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream), ncclSuccess);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(cudaStreamQuery(ranks[0].stream), cudaErrorNotReady) << "rank 0 finished without rank 1";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(ranks[0].comm), ncclSuccess);
+  CUDA_OK(cudaStreamSynchronize(ranks[0].stream));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  cudaFree(buf);
+  cudaSetDevice(ranks[1].dev);
+  EXPECT_EQ(ncclCommAbort(ranks[1].comm), ncclSuccess);
+  for (auto& r : ranks) cudaStreamDestroy(r.stream);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const cudaError_t e = cudaGetDeviceCount(&g_ndev);
+  if (e != cudaSuccess || g_ndev == 0) {
+    std::printf("SKIPPED: no CUDA device on this machine (%s); the GPU tests need one (docs/gpu.md)\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "cudaGetDeviceCount returned 0");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
