@@ -19,9 +19,14 @@ for f in libnccl.so libnccl.so.2 libcclab.so libcclab.so.0; do
 done
 soname="$(readelf -d "$libdir/libnccl.so.2" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')"
 [ "$soname" = "libnccl.so.2" ] || fail "libnccl.so.2 has soname '$soname'"
+# (nm's output is kept first: `nm | grep -q` under pipefail fails when grep stops reading early.)
+exports="$(nm -D --defined-only "$libdir/libnccl.so.2")"
 for sym in ncclAllReduce ncclCommInitRank ncclGetLastError pncclAllReduce; do
-  nm -D --defined-only "$libdir/libnccl.so.2" | grep -qw "$sym" || fail "libnccl.so.2 does not export $sym"
+  grep -qw "$sym" <<<"$exports" || fail "libnccl.so.2 does not export $sym"
 done
+# The CUDA runtime cclab links statically must stay private: exporting cudaMalloc & co. from libnccl.so.2
+# would interpose on the application's own CUDA runtime under LD_PRELOAD.
+if grep -qE ' T cuda[A-Z]' <<<"$exports"; then fail "libnccl.so.2 exports CUDA runtime symbols"; fi
 cc -std=c11 -Wall -Werror -I"$prefix/include" "$src/tests/install/dropin.c" -L"$libdir" -lnccl -o "$prefix/dropin"
 readelf -d "$prefix/dropin" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "the program does not need libnccl.so.2"
 LD_LIBRARY_PATH="$libdir" "$prefix/dropin"
