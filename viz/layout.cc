@@ -228,6 +228,20 @@ TopoLayout layout_topology(const Trace& t, V2 size) {
 
     b.place_row(by_row[kRowGpu], kRowGpu, lo, hi, true);
     b.place_row(by_row[kRowNvs], kRowNvs, lo, hi, true);
+    // One NVSwitch node (the machine's chips as one crossbar, as traces draw them): a bar over the
+    // whole GPU row, so that every GPU's links to it run straight up (link_segment).
+    if (by_row[kRowNvs].size() == 1 && by_row[kRowGpu].size() > 1) {
+      float x0 = hi, x1 = lo;
+      for (int g : by_row[kRowGpu]) {
+        x0 = std::min(x0, b.cx[g] - b.width[g] * 0.5f);
+        x1 = std::max(x1, b.cx[g] + b.width[g] * 0.5f);
+      }
+      const int sw = by_row[kRowNvs][0];
+      if (x1 - x0 > b.width[sw]) {
+        b.cx[sw] = (x0 + x1) * 0.5f;
+        b.width[sw] = x1 - x0;
+      }
+    }
     // PCIe switches under their GPUs (nested switches under their children: a few passes).
     std::vector<int> pci = by_row[kRowPci];
     {
@@ -311,7 +325,16 @@ bool link_segment(const TopoLayout& layout, const Link& link, float offset, Segm
   const Rect& ra = layout.node_rect[link.from];
   const Rect& rb = layout.node_rect[link.to];
   if (ra.empty() || rb.empty()) return false;
-  const V2 ca = ra.center(), cb = rb.center();
+  V2 ca = ra.center(), cb = rb.center();
+  // A box much wider than the other one (an NVSwitch bar over a row of GPUs) is reached straight
+  // above or below the narrow one when it spans it: the line leaves the bar at the narrow box's x.
+  auto spans = [](const Rect& wide, const Rect& narrow) {
+    const float x = narrow.center().x;
+    return wide.w() >= 2.5f * narrow.w() && x >= wide.x0 && x <= wide.x1 &&
+           (narrow.y0 >= wide.y1 || narrow.y1 <= wide.y0);
+  };
+  if (spans(rb, ra)) cb.x = ca.x;
+  else if (spans(ra, rb)) ca.x = cb.x;
   const V2 d = cb - ca;
   const float len = length(d);
   if (!(len > 0)) return false;

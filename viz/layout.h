@@ -1,6 +1,6 @@
 // viz/layout.h - where the topology view draws things: one box per machine in a grid (NVSwitches on
-// top, GPUs in a row by device index, PCIe switches, CPUs and NICs below them, NIC ports at the
-// bottom), the network's switches in a band next to the machines' NIC side (leaves, then the spine);
+// top - a machine's one NVSwitch node a bar over its GPU row, reached straight up from each GPU -, GPUs
+// in a row by device index, PCIe switches, CPUs and NICs below them, NIC ports at the bottom), the network's switches in a band next to the machines' NIC side (leaves, then the spine);
 // a machine row below the band is mirrored so that its NICs face the band. Pure logic: coordinates
 // are relative to the canvas' top-left corner.
 #pragma once
@@ -31,7 +31,8 @@ struct TopoLayout {
 TopoLayout layout_topology(const trace::Trace& t, V2 size);
 
 // The drawn line of one direction of a link: the segment between the two node boxes' borders along the
-// line joining their centres, moved sideways by `offset` pixels to the right of the direction of travel
+// line joining their centres (a box at least 2.5 times as wide as the other, above or below it and
+// spanning its centre, is joined straight up or down at that centre's x), moved sideways by `offset` pixels to the right of the direction of travel
 // (so the two directions of a full-duplex link are two parallel lines). False when either end is not
 // drawn.
 struct Segment {

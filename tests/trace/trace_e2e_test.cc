@@ -14,6 +14,8 @@
 #include <tuple>
 
 #include "../cli/cli_test_util.h"
+#include "graph/topo.h"
+#include "trace/from_topo.h"
 #include "trace/live.h"
 #include "trace/trace.h"
 
@@ -77,6 +79,36 @@ std::map<int, double> load_bytes(const trace::Trace& t) {
   return out;
 }
 
+// The simulator's per-link bytes (`cclab sim --json`'s "links", by link of the topology model) summed
+// onto the trace's links: the model's links as set_topology maps them (trace/from_topo.h), so that a
+// GPU's links to every NVSwitch chip add up on its one link to the machine's crossbar. Checks that the
+// model built here is the one the trace was made from (same names).
+std::map<int, double> sim_bytes_by_trace_link(const nlohmann::json& j, const trace::Trace& t, const std::string& preset,
+                                              int machines) {
+  Topology topo;
+  std::string err;
+  EXPECT_TRUE(make_preset_topology(preset, machines, FabricSpec(), &topo, &err)) << err;
+  const trace::TopoMapping m = trace::map_topology(topo);
+  EXPECT_EQ(m.nodes, static_cast<int>(t.nodes.size()));
+  EXPECT_EQ(m.links, static_cast<int>(t.links.size()));
+  std::map<int, double> out;
+  for (const auto& l : j["links"]) {
+    const int link = l["link"].get<int>();
+    if (link < 0 || link >= static_cast<int>(topo.links.size()) || m.link[link] < 0 ||
+        m.link[link] >= static_cast<int>(t.links.size())) {
+      ADD_FAILURE() << "link " << link << " " << l["name"];
+      continue;
+    }
+    const TopoLink& k = topo.links[link];
+    EXPECT_EQ(l["name"].get<std::string>(), topo.nodes[k.from].name + "->" + topo.nodes[k.to].name);
+    const trace::Link& tl = t.links[m.link[link]];
+    EXPECT_EQ(tl.from, m.node[k.from]);
+    EXPECT_EQ(tl.to, m.node[k.to]);
+    out[m.link[link]] += l["bytes"].get<double>();
+  }
+  return out;
+}
+
 TEST(SimTrace, MatchesTheRunItRecords) {
   const std::string tr = temp_path("e2e", "sim.cctrace"), js = temp_path("e2e", "sim.json");
   const auto r = run_command(kCli, "sim all_reduce --topo dgx-h100 -b 1M -e 4M -f 4 --level step --no-progress --trace " +
@@ -124,15 +156,77 @@ TEST(SimTrace, MatchesTheRunItRecords) {
   }
   expect_sends_match_receives(t);
   expect_routes(t);
-  // The LOAD section carries, link by link, the wire bytes the simulator counted on that link.
+  // The LOAD section carries, link by link, the wire bytes the simulator counted on that link (on a
+  // GPU's NVSwitch links: on all of them).
   const std::map<int, double> load = load_bytes(t);
   ASSERT_FALSE(j["links"].empty());
-  for (const auto& l : j["links"]) {
-    const int link = l["link"].get<int>();
-    ASSERT_TRUE(load.count(link)) << l["name"];
-    EXPECT_NEAR(load.at(link), l["bytes"].get<double>(), 1e-4 * l["bytes"].get<double>()) << l["name"];
+  const std::map<int, double> sim = sim_bytes_by_trace_link(j, t, "dgx-h100", 1);
+  ASSERT_FALSE(sim.empty());
+  for (const auto& l : sim) {
+    const std::string name = t.nodes[t.links[l.first].from].name + "->" + t.nodes[t.links[l.first].to].name;
+    ASSERT_TRUE(load.count(l.first)) << name;
+    EXPECT_NEAR(load.at(l.first), l.second, 1e-4 * l.second) << name;
   }
-  EXPECT_EQ(load.size(), j["links"].size());
+  EXPECT_EQ(load.size(), sim.size());
+  std::remove(tr.c_str());
+  std::remove(js.c_str());
+}
+
+// A ring all_reduce on a DGX H100: the GPUs' NVLinks to the four NVSwitch chips are one crossbar, so
+// no link of the trace runs above its capacity (the LOAD section spreads each step's bytes evenly over
+// the time its data moved, so a bin may hold a little more than the instantaneous rate), and each GPU's
+// up and down links to the crossbar carry what its rank sends and receives: 2 (n - 1) / n of the buffer.
+TEST(SimTrace, NvSwitchCrossbarCarriesTheRing) {
+  const std::string tr = temp_path("e2e", "ring.cctrace"), js = temp_path("e2e", "ring.json");
+  const size_t bytes = size_t{1} << 30;
+  const auto r = run_command(kCli, "sim all_reduce --topo dgx-h100 -b 1G -e 1G --algo ring --proto simple --level step "
+                                   "--no-progress --trace " + tr + " --json " + js,
+                             "", "e2e");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const trace::Trace t = read_or_fail(tr);
+  const nlohmann::json j = nlohmann::json::parse(read_file(js));
+  ASSERT_EQ(t.ops.size(), 1u);
+  EXPECT_EQ(t.ops[0].algo, "Ring");
+  expect_routes(t);
+  int sw = -1, nvs_nodes = 0;
+  for (size_t i = 0; i < t.nodes.size(); ++i)
+    if (t.nodes[i].kind == "nvswitch") {
+      sw = static_cast<int>(i);
+      ++nvs_nodes;
+    }
+  ASSERT_EQ(nvs_nodes, 1);
+  EXPECT_EQ(t.nodes[sw].name, "m0.nvswitch");
+  ASSERT_FALSE(t.load.series.empty());
+  double peak_util = 0;
+  const std::map<int, double> load = load_bytes(t);
+  int crossbar_links = 0;
+  for (const auto& s : t.load.series) {
+    const trace::Link& l = t.links[s.link];
+    const std::string name = t.nodes[l.from].name + "->" + t.nodes[l.to].name;
+    float peak = 0;
+    for (float g : s.gbs) peak = std::max(peak, g);
+    ASSERT_GT(l.gbs, 0) << name;
+    peak_util = std::max(peak_util, peak / l.gbs);
+    EXPECT_LE(peak / l.gbs, 1.02) << name << ": peak " << peak << " GB/s of " << l.gbs;
+    // Only the crossbar's links carry a one-machine ring.
+    EXPECT_TRUE(l.from == sw || l.to == sw) << name;
+    if (l.from == sw || l.to == sw) {
+      ++crossbar_links;
+      EXPECT_DOUBLE_EQ(l.gbs, 450.0) << name;
+      EXPECT_NEAR(load.at(s.link), bytes * 2.0 * 7 / 8, 1e-4 * bytes) << name;
+    }
+  }
+  EXPECT_EQ(crossbar_links, 16);
+  // Busy: the crossbar links run near the simulator's rate most of the time.
+  EXPECT_GT(peak_util, 0.5);
+  std::printf("peak NVSwitch link utilisation: %.1f%%\n", 100 * peak_util);
+  // And they agree with the simulator's own byte counts.
+  const std::map<int, double> sim = sim_bytes_by_trace_link(j, t, "dgx-h100", 1);
+  EXPECT_EQ(sim.size(), load.size());
+  for (const auto& l : sim) {
+    ASSERT_TRUE(load.count(l.first)) << l.first;
+    EXPECT_NEAR(load.at(l.first), l.second, 1e-4 * l.second) << l.first;
+  }
   std::remove(tr.c_str());
   std::remove(js.c_str());
 }

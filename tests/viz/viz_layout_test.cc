@@ -136,6 +136,48 @@ TEST(Layout, NetworkBandFacesTheNics) {
   EXPECT_EQ(below, 4);
 }
 
+// A trace's one NVSwitch node per machine (trace/from_topo.h) is a bar over the machine's GPU row, and
+// every GPU's links to it run straight up and down.
+TEST(Layout, NvSwitchCrossbarSpansTheGpus) {
+  for (int machines : {1, 4}) {
+    SCOPED_TRACE("dgx-h100:" + std::to_string(machines));
+    const trace::Trace t = preset_trace("dgx-h100", machines);
+    const TopoLayout L = layout_topology(t, V2(1370, 850));
+    for (int m = 0; m < machines; ++m) {
+      int sw = -1;
+      float gx0 = 1e9f, gx1 = -1e9f;
+      for (size_t i = 0; i < t.nodes.size(); ++i) {
+        if (t.nodes[i].machine != m) continue;
+        if (t.nodes[i].kind == "nvswitch") {
+          EXPECT_EQ(sw, -1) << "two NVSwitch nodes on machine " << m;
+          sw = static_cast<int>(i);
+        }
+        if (t.nodes[i].kind == "gpu") {
+          gx0 = std::min(gx0, L.node_rect[i].x0);
+          gx1 = std::max(gx1, L.node_rect[i].x1);
+        }
+      }
+      ASSERT_GE(sw, 0);
+      const Rect& bar = L.node_rect[sw];
+      EXPECT_NEAR(bar.x0, gx0, 0.5f);
+      EXPECT_NEAR(bar.x1, gx1, 0.5f);
+      int links = 0;
+      for (const trace::Link& l : t.links) {
+        if (l.from != sw && l.to != sw) continue;
+        ++links;
+        Segment s;
+        ASSERT_TRUE(link_segment(L, l, 0, &s));
+        const Rect& gpu = L.node_rect[l.from == sw ? l.to : l.from];
+        EXPECT_NEAR(s.a.x, gpu.center().x, 1e-3);  // vertical, at the GPU's centre
+        EXPECT_NEAR(s.b.x, gpu.center().x, 1e-3);
+        EXPECT_NEAR(l.from == sw ? s.a.y : s.b.y, bar.y1, 1e-3);  // from / to the bar's lower edge
+        EXPECT_NEAR(l.from == sw ? s.b.y : s.a.y, gpu.y0, 1e-3);  // to / from the GPU's upper edge
+      }
+      EXPECT_EQ(links, 16);
+    }
+  }
+}
+
 TEST(Layout, SyntheticTrace) {
   const trace::Trace t = viz_test::small_trace();
   expect_readable_layout(t, V2(800, 500), "synthetic");
