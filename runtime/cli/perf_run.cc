@@ -1,6 +1,11 @@
 // runtime/cli/perf_run.cc - the benchmark loop of `cclab perf`, following nccl-tests' TimeTest and
 // BenchTime (src/common.cu): warm up every size, then per size an out-of-place and an in-place run,
 // each timed over -n iterations of -m grouped collectives, then -c checked iterations on fresh data.
+//
+// Buffers from ncclMemAlloc are device memory on the CUDA backend: the host never dereferences them.
+// Every read or write goes through a host vector and cclabMemcpy (setup and check only; the timed
+// loop issues collectives and nothing else). Streams come from cclabStream*, which make real CUDA
+// streams on the CUDA backend, so this file needs no CUDA header.
 #include "perf_run.h"
 
 #include <unistd.h>
@@ -62,7 +67,10 @@ ncclRedOp_t builtin_op(PerfOp op) {
 class RankRunner {
  public:
   RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks)
-      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0) {}
+      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0) {
+    cclabBackend_t backend = cclabBackendHost;
+    cuda_ = cclabGetBackend(&backend) == ncclSuccess && backend == cclabBackendCuda;
+  }
 
   int run() {
     setup();
@@ -106,22 +114,33 @@ class RankRunner {
     std::fflush(stdout);  // progress stays visible, as nccl-tests' line-buffered stdout
   }
 
+  // Host <-> ncclMemAlloc memory (device memory on the CUDA backend), synchronously.
+  void to_device(void* dst, const void* src, size_t bytes) { check(cclabMemcpy(dst, src, bytes), "cclabMemcpy"); }
+  void to_host(void* dst, const void* src, size_t bytes) { check(cclabMemcpy(dst, src, bytes), "cclabMemcpy"); }
+
+  // A zeroed buffer from ncclMemAlloc.
   void* alloc(size_t bytes, const char* what) {
     void* p = nullptr;
     check(ncclMemAlloc(&p, bytes), what);
-    std::memset(p, 0, bytes);  // host backend: device memory is host memory
+    const std::vector<unsigned char> zeros(bytes);
+    to_device(p, zeros.data(), bytes);
     return p;
   }
 
   void setup() {
     check(ncclCommInitRank(&comm_, nranks_, ctx_.id, rank_), "ncclCommInitRank");
-    if (o_.blocking == 0) check(cclabStreamCreate(&stream_), "cclabStreamCreate");
+    // The host backend's NULL stream is blocking (-z 1). On CUDA the NULL stream is neither blocking
+    // nor this rank's own (ranks sharing a GPU would serialise on it and wait for each other forever),
+    // so every rank gets a stream there, and -z 1 synchronises it after each collective instead.
+    if (o_.blocking == 0 || cuda_) check(cclabStreamCreate(&stream_), "cclabStreamCreate");
+    sync_each_ = cuda_ && o_.blocking != 0;
     // Every collective's send and receive footprint is at most max_bytes (nccl-tests sizes them so).
     buf_bytes_ = std::max<size_t>(o_.max_bytes, 64);
     send_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
     recv_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
     scratch_ = alloc(64, "ncclMemAlloc");
     expected_.resize(buf_bytes_);
+    stage_.resize(buf_bytes_);
   }
 
   void teardown() {
@@ -139,10 +158,14 @@ class RankRunner {
     mine.pid = static_cast<int32_t>(getpid());
     gethostname(mine.host, sizeof(mine.host) - 1);
     auto* in = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
-    auto* all = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
-    std::memcpy(in, &mine, sizeof(mine));
-    check(ncclAllGather(in, all, sizeof(RankRecord), ncclUint8, comm_, nullptr), "ncclAllGather (device report)");
+    auto* all_dev = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
+    to_device(in, &mine, sizeof(mine));
+    check(ncclAllGather(in, all_dev, sizeof(RankRecord), ncclUint8, comm_, ctrl_stream()),
+          "ncclAllGather (device report)");
+    ctrl_wait();
     if (printer_) {
+      std::vector<RankRecord> all(nranks_);
+      to_host(all.data(), all_dev, sizeof(RankRecord) * nranks_);
       BannerInfo b;
       b.collective = collective_name(o_.collective);
       b.threads = o_.threads;
@@ -170,7 +193,7 @@ class RankRunner {
       print(text);
     }
     check(ncclMemFree(in), "ncclMemFree");
-    check(ncclMemFree(all), "ncclMemFree");
+    check(ncclMemFree(all_dev), "ncclMemFree");
   }
 
   void run_case(Case c) {
@@ -185,7 +208,10 @@ class RankRunner {
     // Warm-up at every power-of-two size from min to max, out of place (nccl-tests 2.19).
     for (size_t size = o_.min_bytes; size <= o_.max_bytes;) {
       const CollCounts counts = coll_counts(o_.collective, size, elt, nranks_);
-      for (int w = 0; w < o_.warmup_iters; ++w) start(c, counts, false);
+      for (int w = 0; w < o_.warmup_iters; ++w) {
+        start(c, counts, false);
+        issued();
+      }
       complete();
       const size_t next = size == 0 ? 1 : size * 2;
       if (next <= size) break;
@@ -227,8 +253,14 @@ class RankRunner {
     const auto t0 = std::chrono::steady_clock::now();
     for (int iter = 0; iter < o_.iters; ++iter) {
       if (o_.agg_iters > 1) check(ncclGroupStart(), "ncclGroupStart");
-      for (int a = 0; a < o_.agg_iters; ++a) start(c, counts, in_place);
-      if (o_.agg_iters > 1) check(ncclGroupEnd(), "ncclGroupEnd");
+      for (int a = 0; a < o_.agg_iters; ++a) {
+        start(c, counts, in_place);
+        if (o_.agg_iters == 1) issued();
+      }
+      if (o_.agg_iters > 1) {
+        check(ncclGroupEnd(), "ncclGroupEnd");
+        issued();
+      }
     }
     complete();
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - t0;
@@ -244,8 +276,8 @@ class RankRunner {
         start(c, counts, in_place);
         complete();
         const size_t elt = datatype_size(c.type);
-        const int64_t local =
-            count_mismatches(recv_region(counts, in_place, elt), expected_.data(), counts.recv_count, elt);
+        to_host(stage_.data(), recv_region(counts, in_place, elt), counts.recv_count * elt);
+        const int64_t local = count_mismatches(stage_.data(), expected_.data(), counts.recv_count, elt);
         int64_t totals[2] = {local, local > 0 ? 1 : 0};
         sum_int64(totals, 2);
         h.wrong = totals[0];
@@ -265,7 +297,8 @@ class RankRunner {
   }
 
   // Zeroes the receive buffer, writes this rank's input (into its in-place slot when in place) and,
-  // when `with_expected`, what the receive region must hold afterwards.
+  // when `with_expected`, what the receive region must hold afterwards. Everything is built in stage_,
+  // the host image of the buffers, and copied in.
   void prepare(const Case& c, const CollCounts& counts, bool in_place, uint64_t seed, bool with_expected) {
     const size_t elt = datatype_size(c.type);
     CheckSpec spec;
@@ -276,11 +309,21 @@ class RankRunner {
     spec.root = c.root < 0 ? 0 : c.root;
     spec.seed = seed;
     spec.counts = counts;
-    std::memset(recv_, 0, std::max(counts.send_count, counts.recv_count) * elt);
-    fill_input(spec, rank_, send_ptr(counts, in_place, elt));
-    if (!with_expected) return;
-    std::memcpy(expected_.data(), recv_region(counts, in_place, elt), counts.recv_count * elt);
-    fill_expected(spec, rank_, expected_.data());
+    // The receive buffer's first bytes: zeros, holding this rank's input in its slot when in place
+    // (the slot lies within them: see coll_counts).
+    const size_t recv_bytes = std::max(counts.send_count, counts.recv_count) * elt;
+    unsigned char* image = stage_.data();
+    std::memset(image, 0, recv_bytes);
+    if (in_place) fill_input(spec, rank_, image + (send_ptr(counts, in_place, elt) - recv_));
+    to_device(recv_, image, recv_bytes);
+    if (with_expected) {
+      std::memcpy(expected_.data(), image + (recv_region(counts, in_place, elt) - recv_), counts.recv_count * elt);
+      fill_expected(spec, rank_, expected_.data());
+    }
+    if (!in_place) {
+      fill_input(spec, rank_, image);
+      to_device(send_, image, counts.send_count * elt);
+    }
   }
 
   // Issues one collective of the case (nccl-tests' startColl, minus the buffer shift).
@@ -326,26 +369,43 @@ class RankRunner {
     if (stream_) check(cclabStreamSynchronize(stream_), "cclabStreamSynchronize");
   }
 
-  // The combining collectives below run on the NULL stream (blocking), after complete().
+  // After each benchmark collective (or aggregated group) at top level: -z 1 on CUDA waits for it,
+  // as the host backend's NULL stream does (nccl-tests' blocking_coll).
+  void issued() {
+    if (sync_each_) complete();
+  }
+
+  // The stream of the combining collectives below, which run after complete() and are complete when
+  // ctrl_wait() returns: the NULL stream (blocking) on the host and sim backends, this rank's stream on
+  // CUDA.
+  cudaStream_t ctrl_stream() const { return cuda_ ? stream_ : nullptr; }
+  void ctrl_wait() {
+    if (cuda_) complete();
+  }
+
   void barrier() {
-    std::memset(scratch_, 0, sizeof(int32_t));
-    check(ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, nullptr), "ncclAllReduce (barrier)");
+    const int32_t zero = 0;
+    to_device(scratch_, &zero, sizeof(zero));
+    check(ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, ctrl_stream()), "ncclAllReduce (barrier)");
+    ctrl_wait();
   }
 
   // -a: 0 rank 0's time, 1 mean, 2 min, 3 max over every rank of the run.
   double combine_time(double seconds) {
     double v = (o_.average == 0 && rank_ != 0) ? 0.0 : seconds;
-    std::memcpy(scratch_, &v, sizeof(v));
+    to_device(scratch_, &v, sizeof(v));
     const ncclRedOp_t op = o_.average == 2 ? ncclMin : o_.average == 3 ? ncclMax : ncclSum;
-    check(ncclAllReduce(scratch_, scratch_, 1, ncclFloat64, op, comm_, nullptr), "ncclAllReduce (timing)");
-    std::memcpy(&v, scratch_, sizeof(v));
+    check(ncclAllReduce(scratch_, scratch_, 1, ncclFloat64, op, comm_, ctrl_stream()), "ncclAllReduce (timing)");
+    ctrl_wait();
+    to_host(&v, scratch_, sizeof(v));
     return o_.average == 1 ? v / nranks_ : v;
   }
 
   void sum_int64(int64_t* values, int n) {
-    std::memcpy(scratch_, values, sizeof(int64_t) * n);
-    check(ncclAllReduce(scratch_, scratch_, n, ncclInt64, ncclSum, comm_, nullptr), "ncclAllReduce (#wrong)");
-    std::memcpy(values, scratch_, sizeof(int64_t) * n);
+    to_device(scratch_, values, sizeof(int64_t) * n);
+    check(ncclAllReduce(scratch_, scratch_, n, ncclInt64, ncclSum, comm_, ctrl_stream()), "ncclAllReduce (#wrong)");
+    ctrl_wait();
+    to_host(values, scratch_, sizeof(int64_t) * n);
   }
 
   const PerfOptions& o_;
@@ -354,12 +414,15 @@ class RankRunner {
   const int nranks_;
   const bool printer_;
   ncclComm_t comm_ = nullptr;
+  bool cuda_ = false;       // the CUDA backend: buffers are device memory, the NULL stream is not blocking
+  bool sync_each_ = false;  // -z 1 on CUDA: synchronise stream_ after each benchmark collective
   cudaStream_t stream_ = nullptr;
   size_t buf_bytes_ = 0;
-  char* send_ = nullptr;
+  char* send_ = nullptr;  // ncclMemAlloc: never dereferenced on the host
   char* recv_ = nullptr;
   void* scratch_ = nullptr;
   std::vector<unsigned char> expected_;
+  std::vector<unsigned char> stage_;  // host image of send_/recv_: inputs on their way in, results on their way out
   uint64_t check_rep_ = 0;
   // Totals over the run; identical on every rank, since they come from all-reduced values.
   double bw_sum_ = 0;
