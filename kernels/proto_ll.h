@@ -213,29 +213,46 @@ struct ProtoLL {
     return static_cast<size_t>(lines_per_step(step_bytes(buff_bytes))) * kLinePayload;
   }
 
+  // On a GPU a line moves as NCCL moves it, in one 16-byte volatile store or load (st/ld.volatile.v2.u64);
+  // the host executors use two 8-byte atomics. Either way each half carries its own flag, and 8-byte
+  // atomicity of a half is all the protocol relies on.
   template <typename Exec>
   CCLAB_HD static void store_line(Exec& exec, Line* l, const unsigned char* p, size_t n, uint64_t step) {
     const Line x = ll_make_line(p, n, ll_flag(step));
-    exec.store_u64(&l->v[0], x.v[0]);  // each half in one 8-byte store: its flag implies its data
-    exec.store_u64(&l->v[1], x.v[1]);
+    store16(exec, l, x.v[0], x.v[1]);
   }
   template <typename Exec>
   CCLAB_HD static bool load_line(Exec& exec, const Line* l, unsigned char* p, size_t n, uint64_t step) {
     const uint32_t flag = ll_flag(step);
     Line x;
+#if CCLAB_DEVICE_PASS
+    (void)exec;
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(x.v[0]), "=l"(x.v[1]) : "l"(l) : "memory");
+    if (!ll_half_has_flag(x.v[0], flag) || !ll_half_has_flag(x.v[1], flag)) return false;
+#else
     x.v[0] = exec.load_u64(&l->v[0]);
     if (!ll_half_has_flag(x.v[0], flag)) return false;
     x.v[1] = exec.load_u64(&l->v[1]);
     if (!ll_half_has_flag(x.v[1], flag)) return false;
+#endif
     ll_line_payload(x, p, n);
     return true;
+  }
+  template <typename Exec>
+  CCLAB_HD static void store16(Exec& exec, Line* l, uint64_t lo, uint64_t hi) {
+#if CCLAB_DEVICE_PASS
+    (void)exec;
+    asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(l), "l"(lo), "l"(hi) : "memory");
+#else
+    exec.store_u64(&l->v[0], lo);  // each half in one 8-byte store: its flag implies its data
+    exec.store_u64(&l->v[1], hi);
+#endif
   }
   CCLAB_HD static bool needs_clean(uint64_t step) { return ll_needs_clean(step); }
   template <typename Exec>
   CCLAB_HD static void clean_line(Exec& exec, Line* l, uint64_t step) {
     const uint64_t half = ll_half(0, ll_flag(step));
-    exec.store_u64(&l->v[0], half);
-    exec.store_u64(&l->v[1], half);
+    store16(exec, l, half, half);
   }
 };
 
