@@ -63,7 +63,7 @@ struct Meta {
 
 // A vertex of the topology: GPU, NVSwitch, PCIe switch, CPU (root complex), NIC, network switch.
 struct Node {
-  std::string name;          // "m0.gpu3", "m1.nvs0", "fabric.leaf.r3.0"
+  std::string name;          // "m0.gpu3", "m1.nvswitch", "fabric.leaf.r3.0"
   std::string kind;          // "gpu", "nvswitch", "pci", "cpu", "nic", "net", "switch"
   int machine = 0;           // -1 for the network's switches
   int dev = -1;              // GPU / NIC index on its machine
