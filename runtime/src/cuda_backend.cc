@@ -683,6 +683,10 @@ ncclResult_t cuda_set_device(int dev) {
 
 ncclResult_t cuda_read(void* dst, const void* src, size_t bytes) {
   CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), nullptr);
+  // From pageable host memory cudaMemcpy may return before the DMA has landed; cclabMemcpy promises a
+  // finished copy, and the collectives run on non-blocking streams. Waiting for the legacy default stream
+  // (the copy's) is enough; a device-wide sync could wait for another rank's kernel on this GPU.
+  CUDA_TRY(cudaStreamSynchronize(nullptr), nullptr);
   return ncclSuccess;
 }
 
