@@ -27,7 +27,6 @@ namespace cclab {
 
 namespace {
 
-const char* proto_str(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
 
 // ---- errors ------------------------------------------------------------------------------------------
 
@@ -159,6 +158,16 @@ ncclResult_t add_conn_slot(ncclComm_t comm, Conn* conn) {
   return ncclSuccess;
 }
 
+// A FIFO in a POSIX shm segment (host memory shared between processes), registered with CUDA so this
+// rank's GPU reaches it; the connection keeps the segment and the registration alive.
+ncclResult_t map_shm_fifo(ncclComm_t comm, Conn* conn, const std::shared_ptr<Segment>& fifo, size_t bytes,
+                          void** dptr) {
+  CUDA_TRY(cudaHostRegister(fifo->base(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), comm);
+  conn->cuda_mem = std::shared_ptr<void>(fifo->base(), [fifo](void* p) { cudaHostUnregister(p); });
+  *dptr = device_view(fifo->base());
+  return ncclSuccess;
+}
+
 // Points the connection's view at its FIFO (device addresses) and gives it its device table slot.
 ncclResult_t attach_fifo(ncclComm_t comm, Conn* conn, void* dptr, int peer, int buff_bytes) {
   conn->info.hdr = static_cast<ConnFifoHeader*>(dptr);
@@ -287,9 +296,8 @@ ncclResult_t cuda_connect_recv(ncclComm_t comm, Conn* conn, TransportKind rendez
     ncclResult_t r = segment_create(TransportKind::kShm, fifo_name, bytes, &fifo);
     if (r != ncclSuccess) return r;
     std::memset(fifo->base(), 0, bytes);
-    CUDA_TRY(cudaHostRegister(fifo->base(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), comm);
-    conn->cuda_mem = std::shared_ptr<void>(fifo->base(), [fifo](void* p) { cudaHostUnregister(p); });
-    dptr = device_view(fifo->base());
+    r = map_shm_fifo(comm, conn, fifo, bytes, &dptr);
+    if (r != ncclSuccess) return r;
     desc.place = static_cast<int32_t>(FifoPlace::kHostShm);
     std::snprintf(desc.shm_name, sizeof(desc.shm_name), "%s", fifo_name.c_str());
   }
@@ -350,9 +358,8 @@ ncclResult_t cuda_connect_send(ncclComm_t comm, Conn* conn, TransportKind rendez
       std::shared_ptr<Segment> fifo;
       r = segment_open(TransportKind::kShm, desc.shm_name, bytes, &comm->abort_flag, timeout_s, &fifo);
       if (r != ncclSuccess) return r;
-      CUDA_TRY(cudaHostRegister(fifo->base(), bytes, cudaHostRegisterMapped | cudaHostRegisterPortable), comm);
-      conn->cuda_mem = std::shared_ptr<void>(fifo->base(), [fifo](void* p) { cudaHostUnregister(p); });
-      dptr = device_view(fifo->base());
+      r = map_shm_fifo(comm, conn, fifo, bytes, &dptr);
+      if (r != ncclSuccess) return r;
       break;
     }
     default:
@@ -399,7 +406,7 @@ void CUDART_CB launch_done(void* data) {
       }
     }
     if (first == 0) first = last = s->launch_us;
-    recorder_op(comm, s->work.op_count, s->op.coll, s->algo, proto_str(s->work.proto), s->op.type, s->op.op,
+    recorder_op(comm, s->work.op_count, s->op.coll, s->algo, proto_name_of(s->work.proto), s->op.type, s->op.op,
                 s->op.root, s->op.count, s->total, s->work.nchannels, first, last);
   }
   s->busy.store(false);
@@ -638,8 +645,6 @@ void cuda_detach(ncclComm_t comm) {
   cudaSetDevice(cc.dev);
   comm->cuda_state.reset();
 }
-
-void cuda_poll_errors(ncclComm_t) {}  // launch_done reports as each launch completes
 
 ncclResult_t cuda_mem_alloc(void** ptr, size_t bytes) {
   CUDA_TRY(cudaMalloc(ptr, bytes), nullptr);

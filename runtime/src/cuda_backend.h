@@ -43,8 +43,6 @@ ncclResult_t cuda_launch(std::vector<OpDesc>& ops);
 void cuda_detach(ncclComm_t comm);
 // ncclCommAbort: raises the flag every kernel of the communicator polls.
 void cuda_abort(ncclComm_t comm);
-// Turns what the communicator's kernels reported (size mismatch, abort) into its async error.
-void cuda_poll_errors(ncclComm_t comm);
 // ncclMemAlloc / ncclMemFree under the CUDA backend.
 ncclResult_t cuda_mem_alloc(void** ptr, size_t bytes);
 ncclResult_t cuda_mem_free(void* ptr);
@@ -56,8 +54,5 @@ enum class CudaStreamOp { kCreate, kSynchronize, kQuery, kDestroy };
 ncclResult_t cuda_stream(CudaStreamOp op, cudaStream_t* stream);
 ncclResult_t cuda_stream_wait(cudaStream_t waiter, cudaStream_t waitee);
 ncclResult_t cuda_set_device(int dev);
-
-// The state a CUDA communicator keeps (cuda_backend.cc).
-struct CudaComm;
 
 }  // namespace cclab

@@ -30,7 +30,6 @@ ncclResult_t cuda_connect_send(ncclComm_t, Conn*, TransportKind, const std::stri
 ncclResult_t cuda_launch(std::vector<OpDesc>&) { return absent("CUDA launch"); }
 void cuda_abort(ncclComm_t) {}
 void cuda_detach(ncclComm_t) {}
-void cuda_poll_errors(ncclComm_t) {}
 ncclResult_t cuda_mem_alloc(void**, size_t) { return absent("ncclMemAlloc"); }
 ncclResult_t cuda_mem_free(void*) { return absent("ncclMemFree"); }
 ncclResult_t cuda_read(void*, const void*, size_t) { return absent("reading device memory"); }

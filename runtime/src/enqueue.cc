@@ -60,8 +60,6 @@ size_t coll_bytes(ncclComm_t comm, const OpDesc& op) {
   return op.count * type_size(op.type) * (per_rank ? static_cast<size_t>(comm->nranks) : 1);
 }
 
-const char* proto_name_of(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
-
 bool is_float_type(ncclDataType_t t) {
   return t == ncclFloat16 || t == ncclFloat32 || t == ncclFloat64 || t == ncclBfloat16 || t == ncclFloat8e4m3 ||
          t == ncclFloat8e5m2;
@@ -118,6 +116,8 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
 }
 
 }  // namespace
+
+const char* proto_name_of(int q) { return q == kProtoLL ? "LL" : q == kProtoLL128 ? "LL128" : "Simple"; }
 
 ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out, AlgoKind* algo_out, size_t* total_out) {
   CollWork& w = *out;

@@ -26,6 +26,9 @@ struct OpDesc {
 // The executor's reduction argument of `op` on `t` (ncclAvg, PreMulSum scalars, ...).
 RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t);
 
+// NCCL's name of protocol index q (kProtoLL...): "LL", "LL128", "Simple".
+const char* proto_name_of(int q);
+
 // The work of collective `op` on this rank: algorithm, protocol, channels, chunk and reduction chosen as
 // every backend chooses them, the connections it needs made (NCCL's runtime connect), the op counted.
 ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* w, AlgoKind* algo, size_t* total_bytes);
