@@ -70,6 +70,8 @@ struct SimConfig {
   bool payload = false;          // move and reduce real bytes, verify the results
   SimLevel level = SimLevel::kAuto;
   uint64_t step_limit = 300000;  // kAuto: largest run (in slices) simulated at step level (~15 s)
+  uint64_t refine_limit = 1000000;  // kFlow: largest run (in transfers) whose rates are refined
+                                    // (docs/simulator.md, "Levels"); larger ones keep the static shares
   bool record_events = false;    // keep every step (SimResult::events)
   std::string trace_path;        // non-empty: write the run's trace there (docs/trace-format.md); step level
                                  // sizes carry every step, flow level sizes only their collective

@@ -37,6 +37,7 @@
 #include "kernels/reduce_copy.h"
 #include "kernels/step_record.h"
 #include "kernels/work.h"
+#include "sim/replay.h"
 
 #include <simgrid/forward.h>
 
@@ -53,15 +54,20 @@ class SimExec {
   // One executor per (rank, channel) actor and collective. `proto`: the protocol whose wire format
   // the collective uses (kProtoLL...).
   SimExec(World* world, int rank, int channel, int proto);
-  // The flow level's counting pass (world.h): no SimGrid call at all; every wait is satisfied at once
+  // The flow level's counting pass (flow.cc): no SimGrid call at all; every wait is satisfied at once
   // and wire() only records the bytes and slices each connection carries.
   struct Count {
     double bytes = 0;
     uint64_t slices = 0;
   };
   void set_counting(std::vector<Count>* per_peer) { counting_ = per_peer; }
-  // Counting pass: bytes of data loops no transfer overlapped (steps that only receive).
-  double unoverlapped_bytes() const { return unoverlapped_; }
+  // The flow level's recording pass (replay.h): as counting, and also appends every action a step-level
+  // SimExec would take to *ops, and posts set their counters (so the FIFOs' state after the collective
+  // is what a step-level run leaves). Counter ids are the counters' `waiters` slots.
+  void set_recording(std::vector<Count>* per_peer, std::vector<ReplayOp>* ops) {
+    counting_ = per_peer;
+    rec_ = ops;
+  }
   ~SimExec();
 
   bool wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site);
@@ -143,7 +149,9 @@ class SimExec {
   int32_t mismatch_got_ = 0;
   uint64_t transfers_ = 0;
   std::vector<Count>* counting_ = nullptr;  // by peer rank
-  double unoverlapped_ = 0;
+  std::vector<ReplayOp>* rec_ = nullptr;    // recording pass: the actions
+  bool rec_inflight_ = false;               // recording: the step started a data loop or transfer
+  void record(ReplayKind k, uint32_t idx, uint64_t val) { rec_->push_back(ReplayOp{k, idx, val}); }
 };
 
 // Wire bytes of `payload` bytes in protocol `proto` (NCCL's formats: LL 16-byte lines of 8 payload

@@ -27,6 +27,10 @@ SimExec::~SimExec() = default;
 
 void SimExec::apply_post(ConnCounter* c, uint64_t value) {
   c->value = value;
+  if (counting_ != nullptr) {
+    record(ReplayKind::kPost, c->waiters, value);
+    return;
+  }
   CounterWait& w = world_->wait_slot(c);
   if (w.actor != nullptr && value >= w.target) {
     sg4::Actor* a = w.actor;
@@ -37,9 +41,25 @@ void SimExec::apply_post(ConnCounter* c, uint64_t value) {
 
 void SimExec::flush() {
   if (counting_ != nullptr) {
-    unoverlapped_ += pending_bytes_;
-    pending_bytes_ = 0;
-    last_dst_ = nullptr;
+    if (rec_ == nullptr) {
+      pending_bytes_ = 0;
+      last_dst_ = nullptr;
+      return;
+    }
+    // What the step-level branch below does, as recorded actions.
+    if (pending_bytes_ > 0) {
+      record(ReplayKind::kExec, 0, static_cast<uint64_t>(pending_bytes_));
+      pending_bytes_ = 0;
+      last_dst_ = nullptr;
+      rec_inflight_ = true;
+    }
+    if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, 0);
+    rec_inflight_ = false;
+    sent_ = false;
+    if (!deferred_.empty()) {
+      for (auto& p : deferred_) apply_post(p.first, p.second);
+      deferred_.clear();
+    }
     return;
   }
   if (pending_bytes_ > 0) {
@@ -69,6 +89,7 @@ void SimExec::flush() {
 bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
   if (counting_ != nullptr) {
     flush();
+    if (rec_ != nullptr) record(ReplayKind::kWait, c->waiters, target);
     return true;
   }
   flush();
@@ -84,8 +105,8 @@ bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& sit
 }
 
 void SimExec::post(ConnCounter* c, uint64_t value) {
-  if (counting_ != nullptr) return;
-  if (inflight_.empty() && pending_bytes_ == 0 && !sent_) {
+  if (counting_ != nullptr && rec_ == nullptr) return;
+  if (inflight_.empty() && !rec_inflight_ && pending_bytes_ == 0 && !sent_) {
     apply_post(c, value);
     return;
   }
@@ -98,8 +119,21 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
     SimExec::Count& k = (*counting_)[send.peer];
     k.bytes += bytes;
     ++k.slices;
-    pending_bytes_ = 0;
-    last_dst_ = nullptr;
+    if (rec_ == nullptr) {
+      pending_bytes_ = 0;
+      last_dst_ = nullptr;
+      return;
+    }
+    // The step-level branch below, recorded.
+    sent_ = true;
+    if (bytes <= 0) return;
+    if (pending_bytes_ > 0) {
+      record(ReplayKind::kExec, 0, static_cast<uint64_t>(pending_bytes_));
+      pending_bytes_ = 0;
+      last_dst_ = nullptr;
+    }
+    record(ReplayKind::kXfer, static_cast<uint32_t>(send.peer), static_cast<uint64_t>(bytes));
+    rec_inflight_ = true;
     return;
   }
   sent_ = true;
@@ -261,14 +295,6 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   }
   platform_->seal();
   link_bytes_.assign(topo_.links.size(), 0.0);
-  // The flow level's completion times (one World per process: the child of simulate()).
-  static World* current = nullptr;
-  current = this;
-  sg4::Activity::on_completion_cb([](const sg4::Activity& a) {
-    if (current == nullptr) return;
-    auto it = current->flow_done_.find(&a);
-    if (it != current->flow_done_.end()) it->second.second = sg4::Engine::get_clock();
-  });
   return true;
 }
 
@@ -489,134 +515,6 @@ bool World::run_once(size_t count, const Choice& ch, double* time_us, std::strin
   const double start = sg4::Engine::get_clock();
   if (!run_tasks(tasks, error)) return false;
   *time_us = (sg4::Engine::get_clock() - start) * 1e6;
-  return true;
-}
-
-// The flow level. 1. Counting pass: every (rank, channel) runs its schedule with a SimExec that makes
-// no SimGrid call, which yields the wire bytes and slices of every connection. 2. One SimGrid flow per
-// GPU pair carries the bytes of every channel between them (flows on the same route share max-min
-// exactly as their sum would), all started together: SimGrid's sharing gives each pair its duration D
-// under the whole collective's contention. 3. A connection of N slices in S-slice steps with route
-// latency L finishes after N (x + o) + (N / S) max(0, L + (x + o) - S (x + o)), x = D / N its slice
-// time and o the protocol's step overhead: the pipelined ring's recurrence (docs/simulator.md) in which
-// the step overhead is paid per slice and latency shows only when S slices do not cover it; plus the
-// sender's data loops that no transfer overlaps (receive-only steps), at its SM's rate.
-bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error) {
-  std::vector<Task> tasks;
-  if (!make_tasks(count, ch, &tasks, error)) return false;
-  // Per (channel, rank): bytes and slices to each peer.
-  struct ConnCount {
-    int channel, from, to;
-    double bytes;
-    uint64_t slices;
-  };
-  std::vector<ConnCount> counts;
-  std::vector<SimExec::Count> per_peer(nranks_);
-  std::vector<double> unoverlapped(tasks.size(), 0);  // per task: data-loop seconds no transfer hides
-  std::map<std::pair<int, int>, size_t> task_of;      // (rank, channel) -> task
-  for (size_t ti = 0; ti < tasks.size(); ++ti) {
-    const Task& t = tasks[ti];
-    std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
-    SimExec ex(this, t.w.rank, t.channel, t.w.proto);
-    ex.set_counting(&per_peer);
-    run_task(ex, t);
-    ex.flush();
-    unoverlapped[ti] = ex.unoverlapped_bytes() / sm_rate_[t.w.rank];
-    task_of[std::make_pair(t.w.rank, t.channel)] = ti;
-    for (int p = 0; p < nranks_; ++p)
-      if (per_peer[p].slices > 0) counts.push_back({t.channel, t.w.rank, p, per_peer[p].bytes, per_peer[p].slices});
-  }
-  // Flows per GPU pair and phase: a tree's reduce (to the parent) and broadcast (to the children) phases
-  // follow each other on every rank, so they are simulated one after the other; a ring has one phase.
-  auto phase_of = [&](const ConnCount& k) {
-    const Task& t = tasks[task_of[std::make_pair(k.from, k.channel)]];
-    return t.tree != nullptr && t.tree->up != k.to ? 1 : 0;
-  };
-  std::map<std::tuple<int, int, int>, size_t> pair_index;
-  std::vector<double> pair_bytes;
-  std::vector<int> pair_conns;
-  std::vector<std::tuple<int, int, int>> pairs;
-  for (const ConnCount& k : counts) {
-    auto key = std::make_tuple(k.from, k.to, phase_of(k));
-    auto it = pair_index.find(key);
-    if (it == pair_index.end()) {
-      it = pair_index.emplace(key, pairs.size()).first;
-      pairs.push_back(key);
-      pair_bytes.push_back(0);
-      pair_conns.push_back(0);
-    }
-    pair_bytes[it->second] += k.bytes;
-    ++pair_conns[it->second];
-  }
-  const double start = sg4::Engine::get_clock();
-  std::vector<double> done(pairs.size(), 0);
-  for (int phase = 0; phase < 2; ++phase) {
-    const double t0 = sg4::Engine::get_clock();
-    // Each flow's completion time comes from SimGrid's completion signal (wait_any over thousands of
-    // flows would cost O(flows) per completion).
-    std::vector<sg4::CommPtr> pending;
-    flow_done_.clear();
-    for (size_t i = 0; i < pairs.size(); ++i) {
-      if (std::get<2>(pairs[i]) != phase) continue;
-      const int from = std::get<0>(pairs[i]), to = std::get<1>(pairs[i]);
-      pending.push_back(sg4::Comm::sendto_async(rank_host_[from], rank_host_[to], static_cast<uint64_t>(pair_bytes[i])));
-      flow_done_.emplace(pending.back().get(), std::make_pair(i, -1.0));
-      add_link_bytes(from, to, pair_bytes[i]);
-    }
-    for (auto& c : pending) c->wait();
-    for (const auto& f : flow_done_) done[f.second.first] = std::max(0.0, f.second.second - t0);
-    flow_done_.clear();
-  }
-  const double ov = cfg_.calibration.step_overhead_us[ch.proto] * 1e-6;
-  const bool two_slices = ch.proto == kProtoSimple && ch.algo == AlgoKind::kRing &&
-                          (cfg_.coll == CollKind::kAllReduce || cfg_.coll == CollKind::kAllGather ||
-                           cfg_.coll == CollKind::kReduceScatter);
-  const double S = two_slices ? ProtoSimpleRing::kSlicePerChunk : 1.0;
-  // Per task: a ring rank's one send connection; a tree rank sends up (reduce phase) and then down to
-  // its children at once (broadcast phase), so its time is the up connection's plus the slowest down one.
-  std::vector<double> up_t(tasks.size(), 0), down_t(tasks.size(), 0);
-  std::map<std::tuple<int, int, int>, double> hop;  // (channel, from, to): one slice's time + latency
-  for (const ConnCount& k : counts) {
-    const size_t i = pair_index[std::make_tuple(k.from, k.to, phase_of(k))];
-    // This connection's share of the pair's flow time, in proportion to its bytes.
-    const double d = pair_bytes[i] > 0 ? done[i] * (k.bytes / pair_bytes[i]) * pair_conns[i] : 0;
-    const double n = static_cast<double>(k.slices);
-    const double x = d / n;
-    double lat = 0;
-    for (int l : platform_->route(rank_gpu_[k.from], rank_gpu_[k.to])) lat += topo_.links[l].latency_us * 1e-6;
-    const double t = n * (x + ov) + (n / S) * std::max(0.0, lat + (x + ov) - S * (x + ov));
-    const size_t ti = task_of[std::make_pair(k.from, k.channel)];
-    const Task& task = tasks[ti];
-    if (task.tree != nullptr && task.tree->up != k.to) {
-      down_t[ti] = std::max(down_t[ti], t);
-    } else {
-      up_t[ti] = std::max(up_t[ti], t);
-    }
-    hop[std::make_tuple(k.channel, k.from, k.to)] = x + ov + lat;
-  }
-  double worst = 0;
-  for (size_t ti = 0; ti < tasks.size(); ++ti) worst = std::max(worst, up_t[ti] + down_t[ti] + unoverlapped[ti]);
-  if (ch.algo == AlgoKind::kTree) {
-    // Each phase also waits for the first slice to cross the tree: leaf to root, then root to leaf,
-    // hop by hop along the deepest path.
-    double fill = 0;
-    for (int c = 0; c < ch.nchannels; ++c)
-      for (int r = 0; r < nranks_; ++r) {
-        double f = 0;
-        int d = 0;
-        for (int x = r; plan_[c].tree[x].up >= 0 && d <= nranks_; x = plan_[c].tree[x].up, ++d) {
-          const int u = plan_[c].tree[x].up;
-          auto up = hop.find(std::make_tuple(c, x, u));
-          auto down = hop.find(std::make_tuple(c, u, x));
-          f += (up != hop.end() ? up->second : 0) + (down != hop.end() ? down->second : 0);
-        }
-        fill = std::max(fill, f);
-      }
-    worst += fill;
-  }
-  *flows = pairs.size();
-  *time_us = (cfg_.calibration.launch_us * 1e-6 + worst) * 1e6;
-  sg4::this_actor::sleep_for(cfg_.calibration.launch_us * 1e-6 + std::max(0.0, worst - (sg4::Engine::get_clock() - start)));
   return true;
 }
 

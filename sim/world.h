@@ -139,7 +139,8 @@ class World {
   bool run_task(SimExec& ex, const Task& t);
   // One actor per task (after the launch latency); returns once every one has finished.
   bool run_tasks(std::vector<Task>& tasks, std::string* error);
-  // The flow level (world.cc): counting pass, one SimGrid flow per GPU pair, pipelined step model.
+  // The flow level (flow.cc): counting pass, one SimGrid flow per connection for its share, the
+  // channels' steps replayed at those shares (replay.h).
   bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error);
   SimConn& conn(int channel, int from, int to, int proto);
   // Runs one collective of `count` elements with `choice` on every rank; returns its simulated time.
@@ -169,7 +170,6 @@ class World {
   uint64_t op_count_ = 0;
   std::vector<std::vector<int>> ring2_;     // per channel: the ring twice over (RingView storage)
   std::vector<std::vector<int>> ring_pos_;  // per channel: each rank's position on the ring
-  std::unordered_map<const void*, std::pair<size_t, double>> flow_done_;  // flow -> (pair, completion time)
   uint64_t transfers_ = 0;
   // Every collective run_sizes ran, for the trace.
   struct OpRecord {

@@ -1,0 +1,309 @@
+// sim/flow.cc - the flow level (docs/simulator.md, "Levels"): every connection's traffic as one SimGrid
+// flow whose max-min share SimGrid computes, and the steps of every channel replayed at those rates.
+//
+//  1. Counting pass: every (rank, channel) runs its schedule with a SimExec that makes no SimGrid call,
+//     which yields the wire bytes each connection carries (a connection that carries none takes no share).
+//  2. Shares: one SimGrid flow per connection, all of a phase started together (a tree's reduce phase,
+//     towards the parent, and its broadcast phase are two phases; a ring has one); each flow's rate once
+//     every one is past its latency is its share under the whole collective's contention.
+//  3. Replay, channel by channel: each (rank, channel) runs its schedule again with a recording SimExec
+//     (the actions a step-level SimExec would take), and replay_steps() evaluates them with each
+//     transfer at its connection's share (replay.h): latencies, step overheads, data loops, data
+//     dependencies and NCCL_STEPS credits as at step level, without a SimGrid event per slice.
+#include <simgrid/s4u.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/replay.h"
+#include "sim/world.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace cclab {
+namespace sim {
+
+namespace {
+
+// One connection's flow for the share measurement.
+struct ConnFlow {
+  int channel, from, to, phase;
+  double bytes;
+  double rate = 0, latency = 0;  // bytes/s, s
+  std::vector<sg4::Link*> links;  // its route
+};
+
+// The refinement's rates. A static share assumes every connection of the phase moves data all the time;
+// a tree's pipeline stages (and any short collective's) are staggered, so a transfer meets fewer
+// competitors than that. After a replay, each link's occupancy over time is known: the intervals in which
+// transfers moved bytes across it, each with its weight (1 / route latency: SimGrid CM02's sharing
+// penalty is the route's latency). In the next replay a transfer gets, on each link of its route, its
+// weighted fair share among the competitors present on average during its previous interval (their
+// exact overlaps), and the smallest of those over its route; the replays repeat until the collective's
+// time settles (kRefineRounds at most).
+class OccupancyRates : public ReplayRates {
+ public:
+  struct Conn {
+    std::vector<int> links;  // dense link ids
+    double weight = 1, static_rate = 0;
+  };
+  OccupancyRates(std::vector<Conn> conns, std::vector<double> capacity, size_t ntasks)
+      : conns_(std::move(conns)), cap_(std::move(capacity)), prev_(ntasks), next_(ntasks) {}
+
+  // Starts another replay: the transfers of the last one become the occupancy the rates come from.
+  void next_round() {
+    prev_.swap(next_);
+    // Each link's occupancy as a step function: the summed weight of the transfers crossing it between
+    // breakpoints, with its running integral, so the weight over any interval is two binary searches.
+    std::vector<std::vector<std::pair<double, double>>> edges(cap_.size());  // (time, weight change)
+    for (const auto& v : prev_)
+      for (const Xfer& x : v)
+        for (int l : conns_[x.conn].links) {
+          edges[l].emplace_back(x.t0, conns_[x.conn].weight);
+          edges[l].emplace_back(x.t1, -conns_[x.conn].weight);
+        }
+    occ_.assign(cap_.size(), {});
+    for (size_t l = 0; l < edges.size(); ++l) {
+      std::sort(edges[l].begin(), edges[l].end());
+      Occupancy& o = occ_[l];
+      double w = 0, area = 0;
+      for (const auto& e : edges[l]) {
+        if (!o.t.empty()) area += w * (e.first - o.t.back());
+        if (o.t.empty() || e.first > o.t.back()) {
+          o.t.push_back(e.first);
+          o.area.push_back(area);
+          o.w.push_back(0);
+        }
+        w += e.second;
+        o.w.back() = w;
+      }
+    }
+    have_prev_ = true;
+  }
+
+  double rate(size_t task, size_t xfer, int conn, double, double) override {
+    const Conn& c = conns_[conn];
+    if (!have_prev_ || xfer >= prev_[task].size()) return c.static_rate;
+    const Xfer& p = prev_[task][xfer];
+    const double d = p.t1 - p.t0;
+    if (!(d > 0)) return c.static_rate;
+    double r = 1e300;
+    for (int l : c.links) {
+      // The weight on the link over the interval (every transfer's weight x its overlap), less its own.
+      const double others = std::max(0.0, (occ_[l].integral(p.t1) - occ_[l].integral(p.t0)) / d - c.weight);
+      r = std::min(r, cap_[l] * c.weight / (c.weight + others));
+    }
+    return r;
+  }
+  void flowed(size_t task, size_t xfer, int conn, double t0, double t1, double rate) override {
+    std::vector<Xfer>& v = next_[task];
+    if (v.size() <= xfer) v.resize(xfer + 1);
+    v[xfer] = Xfer{t0, t1, rate, conn};
+  }
+
+ private:
+  struct Xfer {
+    double t0 = 0, t1 = 0, rate = 0;
+    int conn = 0;
+  };
+  struct Occupancy {
+    std::vector<double> t, w, area;  // breakpoints, weight from each, integral up to each
+    double integral(double x) const {
+      const size_t i = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), x) - t.begin());
+      return i == 0 ? 0.0 : area[i - 1] + w[i - 1] * (x - t[i - 1]);
+    }
+  };
+  std::vector<Conn> conns_;
+  std::vector<double> cap_;
+  std::vector<std::vector<Xfer>> prev_, next_;  // per task, per transfer: the last replay's, the current
+  std::vector<Occupancy> occ_;                  // per link, from the last replay
+  bool have_prev_ = false;
+};
+
+// Rates of `flows` (indices into all) when all of them share the platform at once: each is started
+// with more bytes than it could move, the simulated clock passes every route's latency, and the bytes
+// moved over a short interval give the max-min share. The flows are then cancelled.
+void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows,
+                    const std::vector<sg4::Host*>& host) {
+  if (flows.empty()) return;
+  constexpr double kProbeBytes = 1e12, kInterval = 1e-7;
+  std::vector<sg4::CommPtr> comms;
+  comms.reserve(flows.size());
+  double max_latency = 0;
+  for (size_t i : flows) {
+    ConnFlow& f = all[i];
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    host[f.from]->route_to(host[f.to], links, &lat);
+    f.latency = lat;
+    f.links = links;
+    max_latency = std::max(max_latency, lat);
+    comms.push_back(sg4::Comm::sendto_async(host[f.from], host[f.to], static_cast<uint64_t>(kProbeBytes)));
+  }
+  sg4::this_actor::sleep_for(max_latency + 1e-9);
+  std::vector<double> before(comms.size());
+  for (size_t k = 0; k < comms.size(); ++k) before[k] = comms[k]->get_remaining();
+  sg4::this_actor::sleep_for(kInterval);
+  for (size_t k = 0; k < comms.size(); ++k) {
+    all[flows[k]].rate = (before[k] - comms[k]->get_remaining()) / kInterval;
+    comms[k]->cancel();
+  }
+}
+
+constexpr int kRefineRounds = 16;
+
+}  // namespace
+
+bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error) {
+  std::vector<Task> tasks;
+  if (!make_tasks(count, ch, &tasks, error)) return false;
+  // The FIFOs' state before the collective: the counting pass advances every side's step, and the
+  // recording pass must start from where a step-level run would.
+  std::vector<uint64_t> initial(waits_.size(), 0);
+  std::vector<std::pair<ConnInfo*, uint64_t>> steps;
+  for (auto& kv : conns_) {
+    SimConn& c = *kv.second;
+    initial[c.send_info.hdr->head.waiters] = c.send_info.hdr->head.value;
+    initial[c.send_info.hdr->tail.waiters] = c.send_info.hdr->tail.value;
+    steps.emplace_back(&c.send_info, c.send_info.step);
+    steps.emplace_back(&c.recv_info, c.recv_info.step);
+  }
+
+  // 1. Counting pass: bytes per connection.
+  std::vector<ConnFlow> conn_flows;
+  std::map<std::tuple<int, int, int>, size_t> flow_of;  // (channel, from, to)
+  std::vector<SimExec::Count> per_peer(nranks_);
+  uint64_t transfers = 0;
+  for (const Task& t : tasks) {
+    std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
+    SimExec ex(this, t.w.rank, t.channel, t.w.proto);
+    ex.set_counting(&per_peer);
+    run_task(ex, t);
+    ex.flush();
+    for (int p = 0; p < nranks_; ++p) {
+      if (per_peer[p].bytes <= 0) continue;
+      transfers += per_peer[p].slices;
+      const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
+      flow_of[std::make_tuple(t.channel, t.w.rank, p)] = conn_flows.size();
+      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, {}});
+      add_link_bytes(t.w.rank, p, per_peer[p].bytes);
+    }
+  }
+  for (auto& s : steps) s.first->step = s.second;
+
+  // 2. Shares, phase by phase.
+  const double start = sg4::Engine::get_clock();
+  for (int phase = 0; phase < 2; ++phase) {
+    std::vector<size_t> in_phase;
+    for (size_t i = 0; i < conn_flows.size(); ++i)
+      if (conn_flows[i].phase == phase) in_phase.push_back(i);
+    measure_shares(conn_flows, in_phase, rank_host_);
+  }
+
+  // 3. Replay. Runs whose recordings fit in memory (every run the step level can afford, and more) are
+  // recorded whole and replayed with refined rates; larger ones channel by channel at the static shares.
+  const double launch = cfg_.calibration.launch_us * 1e-6;
+  const double overhead = cfg_.calibration.step_overhead_us[ch.proto] * 1e-6;
+  const bool refine = transfers <= cfg_.refine_limit;
+  std::vector<ReplayTask> replay(refine ? tasks.size() : static_cast<size_t>(nranks_));
+  // Records `t` into `rt`; false when it sends on a connection the counting pass did not see.
+  auto record = [&](const Task& t, ReplayTask& rt) {
+    rt.ops.clear();
+    rt.peers.clear();
+    rt.start = launch;
+    rt.sm_rate = sm_rate_[t.w.rank];
+    rt.overhead = overhead;
+    std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
+    SimExec ex(this, t.w.rank, t.channel, t.w.proto);
+    ex.set_recording(&per_peer, &rt.ops);
+    run_task(ex, t);
+    ex.flush();
+    for (int p = 0; p < nranks_; ++p) {
+      if (per_peer[p].bytes <= 0) continue;
+      auto it = flow_of.find(std::make_tuple(t.channel, t.w.rank, p));
+      if (it == flow_of.end()) {
+        *error = "flow level: rank " + std::to_string(t.w.rank) + " channel " + std::to_string(t.channel) +
+                 " sends to rank " + std::to_string(p) + " only when recorded";
+        return false;
+      }
+      const ConnFlow& f = conn_flows[it->second];
+      rt.peers.push_back(ReplayPeer{p, f.rate, f.latency, static_cast<int>(it->second)});
+    }
+    return true;
+  };
+  double end = launch;
+  if (refine) {
+    for (size_t i = 0; i < tasks.size(); ++i)
+      if (!record(tasks[i], replay[i])) return false;
+    std::map<sg4::Link*, int> link_id;
+    std::vector<double> capacity;
+    std::vector<OccupancyRates::Conn> conns(conn_flows.size());
+    for (size_t i = 0; i < conn_flows.size(); ++i) {
+      conns[i].weight = 1.0 / std::max(conn_flows[i].latency, 1e-12);
+      conns[i].static_rate = conn_flows[i].rate;
+      for (sg4::Link* l : conn_flows[i].links) {
+        auto it = link_id.emplace(l, static_cast<int>(capacity.size())).first;
+        if (it->second == static_cast<int>(capacity.size())) capacity.push_back(l->get_bandwidth());
+        conns[i].links.push_back(it->second);
+      }
+    }
+    OccupancyRates rates(std::move(conns), std::move(capacity), tasks.size());
+    double last = -1;
+    for (int round = 0; round < kRefineRounds; ++round) {
+      if (round > 0) rates.next_round();
+      if (!replay_steps(replay, initial, error, &rates)) return false;
+      end = launch;
+      for (const ReplayTask& rt : replay) end = std::max(end, rt.end);
+      if (std::abs(end - last) <= 1e-3 * end) break;
+      last = end;
+    }
+  } else {
+    // Channel by channel, the recordings' capacity reused (it is most of the memory). Channels with the
+    // same ring (or trees), bytes and shares record and replay alike - NCCL duplicates its rings over
+    // channels - so one of each is replayed.
+    std::vector<std::vector<size_t>> flows_of(ch.nchannels);
+    for (size_t i = 0; i < conn_flows.size(); ++i) flows_of[conn_flows[i].channel].push_back(i);
+    std::map<std::vector<double>, double> replayed;  // channel signature -> when its last task ended
+    for (int c = 0; c < ch.nchannels; ++c) {
+      std::vector<double> sig;
+      for (int r = 0; r < nranks_; ++r) {
+        if (ch.algo != AlgoKind::kTree) {
+          sig.push_back(plan_[c].ring[r]);
+          continue;
+        }
+        const TreeLinks& tl = plan_[c].tree[r];
+        sig.push_back(tl.up);
+        for (int k = 0; k < tl.ndown; ++k) sig.push_back(tl.down[k]);
+        sig.push_back(-2);
+      }
+      for (size_t i : flows_of[c]) {
+        const ConnFlow& f = conn_flows[i];
+        sig.insert(sig.end(), {static_cast<double>(f.from), static_cast<double>(f.to), f.bytes, f.rate, f.latency});
+      }
+      auto seen = replayed.find(sig);
+      if (seen != replayed.end()) {
+        end = std::max(end, seen->second);
+        continue;
+      }
+      size_t used = 0;
+      replay.resize(static_cast<size_t>(nranks_));
+      for (const Task& t : tasks)
+        if (t.channel == c && !record(t, replay[used++])) return false;
+      replay.resize(used);
+      if (!replay_steps(replay, initial, error)) return false;
+      double channel_end = launch;
+      for (const ReplayTask& rt : replay) channel_end = std::max(channel_end, rt.end);
+      replayed.emplace(std::move(sig), channel_end);
+      end = std::max(end, channel_end);
+    }
+  }
+
+  *flows = conn_flows.size();
+  *time_us = end * 1e6;
+  sg4::this_actor::sleep_for(std::max(0.0, end - (sg4::Engine::get_clock() - start)));
+  return true;
+}
+
+}  // namespace sim
+}  // namespace cclab

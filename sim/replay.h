@@ -1,0 +1,73 @@
+// sim/replay.h - the flow level's step replay: what a channel's actors would do at step level, evaluated
+// without SimGrid, given each connection's bandwidth share.
+//
+// The flow level (docs/simulator.md, "Levels") runs every (rank, channel) schedule once with a recording
+// SimExec. The recording is the executor's own sequence of SimGrid-facing actions - start a data loop,
+// start a transfer, complete the step (wait for both, pay the step overhead), set a counter, wait for a
+// counter - exactly the calls a step-level SimExec would make (sim_exec.h). Replaying them with fixed
+// durations is then a max-plus evaluation:
+//
+//   kExec  n bytes      the step's data loop:   done = max(done, t + n / sm_rate)
+//   kXfer  n bytes      a transfer to a peer:   done = max(done, t + latency + n / rate)
+//   kFlush / kFlushOv   the step completes:     t = max(t, done) (+ the protocol's step overhead)
+//   kPost  counter v    the counter holds v from time t (credits and doorbells)
+//   kWait  counter v    t = max(t, when the counter first held >= v)
+//
+// A task that waits on a counter nobody has posted far enough yet is parked until a post wakes it; the
+// evaluation is a dependency walk, not an event queue, so it costs O(recorded actions). Every latency,
+// data dependency and credit of the step level is kept; what is fixed is each transfer's rate (the
+// connection's max-min share with every connection of its phase active, which SimGrid computes).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cclab {
+namespace sim {
+
+enum class ReplayKind : uint8_t { kExec, kXfer, kFlush, kFlushOv, kPost, kWait };
+
+struct ReplayOp {
+  ReplayKind kind;
+  uint32_t idx;  // kXfer: peer rank; kPost/kWait: counter id
+  uint64_t val;  // kExec/kXfer: bytes; kPost: value; kWait: target
+};
+
+// Where one task's transfers go: a peer, its bytes per second and the route's latency in seconds.
+struct ReplayPeer {
+  int peer = -1;
+  double rate = 0;     // bytes per second (used when no ReplayRates is given)
+  double latency = 0;  // seconds
+  int conn = -1;       // the connection's id for a ReplayRates
+};
+
+// Rates that change from transfer to transfer (the flow level's refinement, flow.cc). A transfer is named
+// by its task (index in the replayed vector) and its number among that task's kXfer actions.
+class ReplayRates {
+ public:
+  virtual ~ReplayRates() = default;
+  // Bytes per second of the transfer whose bytes start to flow at `t` (seconds, after the latency).
+  virtual double rate(size_t task, size_t xfer, int conn, double t, double bytes) = 0;
+  // Where it went: its bytes flowed from t0 to t1 at `rate`.
+  virtual void flowed(size_t task, size_t xfer, int conn, double t0, double t1, double rate) = 0;
+};
+
+struct ReplayTask {
+  std::vector<ReplayOp> ops;
+  std::vector<ReplayPeer> peers;  // every peer its kXfer ops name
+  double start = 0;               // seconds (the kernel launch)
+  double sm_rate = 0;             // bytes per second of its data loops
+  double overhead = 0;            // seconds per step that sent data (kFlushOv)
+  double end = 0;                 // out: when its last action completed, seconds
+};
+
+// Replays `tasks` (one channel, or any set of tasks whose counters are private to it). Counter ids index
+// `initial` (the counters' values before the tasks ran). Returns false with *error when a task is left
+// waiting (a recording that cannot complete) or a transfer names a peer the task does not list.
+bool replay_steps(std::vector<ReplayTask>& tasks, const std::vector<uint64_t>& initial, std::string* error,
+                  ReplayRates* rates = nullptr);
+
+}  // namespace sim
+}  // namespace cclab
