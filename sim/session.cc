@@ -383,6 +383,28 @@ struct Session::Impl : World::BlockHooks {
   }
 
   // ---- program side ----
+  // Queues a collective or point-to-point item of comm's rank on the stream (its GPU's default one for
+  // nullptr).
+  bool enqueue_rank_item(const void* comm, const void* stream, Item it, std::string* error) {
+    std::lock_guard<std::mutex> lk(mu);
+    auto c = comms.find(comm);
+    if (c == comms.end()) {
+      *error = "the communicator is not part of the simulated world";
+      return false;
+    }
+    if (broken) {
+      *error = broken_msg;
+      return false;
+    }
+    Queue& q = queue(stream, c->second.devs[c->second.rank]);
+    it.world = c->second.world;
+    it.rank = c->second.rank;
+    it.op.space = c->second.space;
+    q.items.push_back(std::move(it));
+    ++q.enqueued;
+    return true;
+  }
+
   bool wait_for(std::vector<std::pair<Queue*, uint64_t>> targets, std::string* error) {  // called with mu locked
     std::unique_lock<std::mutex> lk(mu, std::adopt_lock);  // unlocks on return
     std::string err;
@@ -615,53 +637,19 @@ void Session::idle_end() {
 }
 
 bool Session::enqueue_coll(const void* comm, const void* stream, const World::RankOp& op, std::string* error) {
-  Impl& im = *impl_;
-  std::lock_guard<std::mutex> lk(im.mu);
-  auto c = im.comms.find(comm);
-  if (c == im.comms.end()) {
-    *error = "the communicator is not part of the simulated world";
-    return false;
-  }
-  if (im.broken) {
-    *error = im.broken_msg;
-    return false;
-  }
-  Impl::Queue& q = im.queue(stream, c->second.devs[c->second.rank]);
   Impl::Item it;
   it.kind = Impl::Item::kColl;
-  it.world = c->second.world;
-  it.rank = c->second.rank;
   it.op = op;
-  it.op.space = c->second.space;
-  q.items.push_back(std::move(it));
-  ++q.enqueued;
-  return true;
+  return impl_->enqueue_rank_item(comm, stream, std::move(it), error);
 }
 
 bool Session::enqueue_p2p(const void* comm, const void* stream, uint64_t op_count,
                           const std::vector<World::P2pOp>& ops, std::string* error) {
-  Impl& im = *impl_;
-  std::lock_guard<std::mutex> lk(im.mu);
-  auto c = im.comms.find(comm);
-  if (c == im.comms.end()) {
-    *error = "the communicator is not part of the simulated world";
-    return false;
-  }
-  if (im.broken) {
-    *error = im.broken_msg;
-    return false;
-  }
-  Impl::Queue& q = im.queue(stream, c->second.devs[c->second.rank]);
   Impl::Item it;
   it.kind = Impl::Item::kP2p;
-  it.world = c->second.world;
-  it.rank = c->second.rank;
-  it.op.space = c->second.space;
   it.op_count = op_count;
   it.p2p = ops;
-  q.items.push_back(std::move(it));
-  ++q.enqueued;
-  return true;
+  return impl_->enqueue_rank_item(comm, stream, std::move(it), error);
 }
 
 void Session::enqueue_kernel(const void* stream, int gpu, double flops, double seconds) {
