@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/collectives.h"
+#include "kernels/dtypes.h"
 #include "sim/world.h"
 
 #define CCLAB_SIM_KERNEL(T, NAME)                                                                     \

@@ -35,6 +35,7 @@ void SimExec::apply_post(ConnCounter* c, uint64_t value) {
   if (w.actor != nullptr && value >= w.target) {
     sg4::Actor* a = w.actor;
     w.actor = nullptr;
+    if (world_->block_hooks() != nullptr) world_->block_hooks()->woken();
     a->resume();
   }
 }
@@ -99,6 +100,10 @@ bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& sit
     w.actor = sg4::Actor::self();
     w.target = target;
     w.site = site;
+    if (world_->block_hooks() != nullptr) {
+      world_->block_hooks()->blocked();  // may start more actors (a simcall: others run meanwhile)
+      if (world_->wait_slot(c).actor == nullptr) continue;  // posted meanwhile: already counted as woken
+    }
     sg4::this_actor::suspend();
   }
   return true;
@@ -221,12 +226,28 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     return false;
   }
   const int ngpus = static_cast<int>(topo_.gpus().size());
-  nranks_ = cfg_.nranks > 0 ? cfg_.nranks : ngpus;
+  nranks_ = !devs_.empty() ? static_cast<int>(devs_.size()) : cfg_.nranks > 0 ? cfg_.nranks : ngpus;
   if (nranks_ > ngpus) {
     *error = "ranks: " + std::to_string(nranks_) + " asked but the model has " + std::to_string(ngpus) + " GPUs";
     return false;
   }
   place_ = place_ranks(topo_, nranks_);
+  if (!devs_.empty()) {
+    const int gpm = std::max(1, topo_.gpus_per_machine());
+    std::vector<bool> taken(ngpus, false);
+    for (int r = 0; r < nranks_; ++r) {
+      const int d = devs_[r];
+      if (d < 0 || d >= ngpus || taken[d]) {
+        *error = "rank " + std::to_string(r) + " plays GPU " + std::to_string(d) + ", which " +
+                 (d < 0 || d >= ngpus ? "the model does not have (it has " + std::to_string(ngpus) + " GPUs)"
+                                      : std::string("another rank of the communicator plays already"));
+        return false;
+      }
+      taken[d] = true;
+      place_.rank_machine[r] = d / gpm;
+      place_.rank_dev[r] = d % gpm;
+    }
+  }
   nmachines_ = static_cast<int>(place_.machines().size());
   for (int r = 0; r < nranks_; ++r) {
     const int g = topo_.gpu_node(place_.rank_machine[r], place_.rank_dev[r]);
@@ -263,9 +284,15 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     return false;
   }
   // Platform and the routes the channels use.
-  if (!Platform::build(engine, topo_, cfg_.calibration, &platform_, &err)) {
-    *error = err;
-    return false;
+  if (shared_platform_) {
+    platform_ = shared_platform_;
+  } else {
+    std::unique_ptr<Platform> built;
+    if (!Platform::build(engine, topo_, cfg_.calibration, &built, &err)) {
+      *error = err;
+      return false;
+    }
+    platform_ = std::move(built);
   }
   rank_host_.resize(nranks_);
   rank_gpu_.resize(nranks_);
@@ -277,8 +304,25 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   }
   auto route = [&](int a, int b) {
     if (a == b || a < 0 || b < 0) return true;
+    if (shared_platform_) {  // declared by the world that built the platform
+      if (!platform_->route(rank_gpu_[a], rank_gpu_[b]).empty() && !platform_->route(rank_gpu_[b], rank_gpu_[a]).empty())
+        return true;
+      err = "no route between " + topo_.nodes[rank_gpu_[a]].name + " and " + topo_.nodes[rank_gpu_[b]].name +
+            " was declared: a simulated world declares every GPU pair's route only on models of at most " +
+            std::to_string(kAllRoutesMaxGpus) + " GPUs";
+      return false;
+    }
     return platform_->add_route(rank_gpu_[a], rank_gpu_[b], &err) && platform_->add_route(rank_gpu_[b], rank_gpu_[a], &err);
   };
+  if (all_routes_ && !shared_platform_ && ngpus <= kAllRoutesMaxGpus) {
+    const std::vector<int> gpus = topo_.gpus();
+    for (int a : gpus)
+      for (int b : gpus)
+        if (a != b && !platform_->add_route(a, b, &err)) {
+          *error = err;
+          return false;
+        }
+  }
   for (int c = 0; c < nch_; ++c) {
     const std::vector<int>& ring = plan_[c].ring;
     for (int i = 0; i < nranks_; ++i) {
@@ -293,8 +337,9 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       }
     }
   }
-  platform_->seal();
   link_bytes_.assign(topo_.links.size(), 0.0);
+  if (shared_platform_) return true;
+  platform_->seal();
   return true;
 }
 
@@ -302,8 +347,8 @@ void World::add_link_bytes(int from_rank, int to_rank, double bytes) {
   for (int l : platform_->route(rank_gpu_[from_rank], rank_gpu_[to_rank])) link_bytes_[l] += bytes;
 }
 
-SimConn& World::conn(int channel, int from, int to, int proto) {
-  auto key = std::make_tuple(channel, from, to, proto);
+SimConn& World::conn(int channel, int from, int to, int proto, int space) {
+  auto key = std::make_tuple(space, channel, from, to, proto);
   auto it = conns_.find(key);
   if (it != conns_.end()) return *it->second;
   auto c = std::make_unique<SimConn>();
@@ -387,7 +432,7 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
 }
 
 bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch, std::vector<Task>* tasks,
-                              std::string* error) {
+                              std::string* error, int space) {
   SimCollFn ring_fn = sim_coll_kernel(type);
   SimTreeFn tree_fn = sim_tree_kernel(type);
   if (ring_fn == nullptr || tree_fn == nullptr) {
@@ -407,17 +452,17 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       if (ch.algo == AlgoKind::kTree) {
         const TreeLinks& tl = plan_[c].tree[r];
         if (tl.up >= 0) {
-          t.tconns.up_recv = &conn(c, tl.up, r, ch.proto).recv_info;
-          t.tconns.up_send = &conn(c, r, tl.up, ch.proto).send_info;
+          t.tconns.up_recv = &conn(c, tl.up, r, ch.proto, space).recv_info;
+          t.tconns.up_send = &conn(c, r, tl.up, ch.proto, space).send_info;
         }
         t.tconns.ndown = tl.ndown;
         for (int i = 0; i < tl.ndown; ++i) {
-          t.tconns.down_recv[i] = &conn(c, tl.down[i], r, ch.proto).recv_info;
-          t.tconns.down_send[i] = &conn(c, r, tl.down[i], ch.proto).send_info;
+          t.tconns.down_recv[i] = &conn(c, tl.down[i], r, ch.proto, space).recv_info;
+          t.tconns.down_send[i] = &conn(c, r, tl.down[i], ch.proto, space).send_info;
         }
       } else {
-        t.recv = &conn(c, t.ring.prev(), r, ch.proto).recv_info;
-        t.send = &conn(c, r, t.ring.next(), ch.proto).send_info;
+        t.recv = &conn(c, t.ring.prev(), r, ch.proto, space).recv_info;
+        t.send = &conn(c, r, t.ring.next(), ch.proto, space).send_info;
       }
     }
     tasks->push_back(t);
@@ -448,18 +493,28 @@ bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks,
 }
 
 bool World::run_task(SimExec& ex, const Task& t) {
+  if (!t.p2p.empty()) {
+    for (const P2pWork& w : t.p2p)
+      if (!(t.p2p_send ? sim_p2p_send(ex, w, t.channel, t.send) : sim_p2p_recv(ex, w, t.channel, t.recv)))
+        return false;
+    return true;
+  }
   return t.tree != nullptr ? t.tree_fn(ex, t.w, *t.tree, t.tconns, t.channel)
                            : t.ring_fn(ex, t.w, t.ring, t.channel, t.recv, t.send);
 }
 
-bool World::run_tasks(std::vector<Task>& tasks, std::string* error) {
-  const double launch = cfg_.calibration.launch_us * 1e-6;
+bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launched) {
+  const double launch = launched ? 0.0 : cfg_.calibration.launch_us * 1e-6;
   std::string failure;
   std::vector<sg4::ActorPtr> actors;
   actors.reserve(tasks.size());
+  // With block hooks: the caller counts as blocked while it joins, and the last task to end wakes it.
+  size_t remaining = tasks.size();
+  bool joining = false;
   for (Task& t : tasks) {
+    if (hooks_ != nullptr) hooks_->spawned();
     actors.push_back(sg4::Actor::create("r" + std::to_string(t.w.rank) + "c" + std::to_string(t.channel),
-                                        rank_host_[t.w.rank], [this, &t, &failure, launch] {
+                                        rank_host_[t.w.rank], [this, &t, &failure, &remaining, &joining, launch] {
                                           if (launch > 0) sg4::this_actor::sleep_for(launch);
                                           SimExec ex(this, t.w.rank, t.channel, t.w.proto);
                                           const bool ok = run_task(ex, t);
@@ -467,7 +522,15 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error) {
                                           transfers_ += ex.transfers();
                                           if ((!ok || ex.failure() != SimFailure::kNone) && failure.empty())
                                             failure = describe_failure(ex);
+                                          if (hooks_ != nullptr) {
+                                            if (--remaining == 0 && joining) hooks_->woken();
+                                            hooks_->finished();
+                                          }
                                         }));
+  }
+  if (hooks_ != nullptr && remaining > 0) {
+    joining = true;
+    hooks_->blocked();
   }
   for (auto& a : actors) a->join();
   if (!failure.empty()) {
@@ -488,23 +551,77 @@ bool World::run_rank_op(int rank, const RankOp& op, std::string* error) {
   w.send = op.send;
   w.recv = op.recv;
   std::vector<Task> tasks;
-  if (!append_rank_tasks(w, op.type, ch, &tasks, error)) return false;
+  if (!append_rank_tasks(w, op.type, ch, &tasks, error, op.space)) return false;
   const double begin = sg4::Engine::get_clock() * 1e6;
   live_proto_ = ch.proto;
   if (!run_tasks(tasks, error)) return false;
   if (record_steps_ || live_) {  // one record per collective: the earliest begin, latest end over the ranks
     auto it = std::find_if(op_records_.begin(), op_records_.end(),
-                           [&](const OpRecord& o) { return o.op_count == op.op_count; });
+                           [&](const OpRecord& o) { return o.op_count == op.op_count && o.space == op.space; });
     const double end = sg4::Engine::get_clock() * 1e6;
     if (it == op_records_.end()) {
       op_records_.push_back(OpRecord{op.op_count, ch.algo, ch.proto, ch.nchannels, op.count, total, begin, end,
-                                     op.coll, op.type, op.redop.kind, op.root});
+                                     op.coll, op.type, op.redop.kind, op.root, 0, op.space});
       it = op_records_.end() - 1;
     } else {
       it->begin_us = std::min(it->begin_us, begin);
       it->end_us = std::max(it->end_us, end);
     }
     if (++it->reports == nranks_) live_op(*it);
+  }
+  return true;
+}
+
+bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vector<P2pOp>& ops, std::string* error) {
+  const int n = nranks_;
+  std::vector<std::vector<const P2pOp*>> sends(n), recvs(n);
+  for (const P2pOp& o : ops) {
+    if (o.peer < 0 || o.peer >= n) {
+      *error = "rank " + std::to_string(rank) + ": peer " + std::to_string(o.peer) + " is not a rank of the communicator";
+      return false;
+    }
+    (o.send ? sends : recvs)[o.peer].push_back(&o);
+  }
+  // One kernel launch for the whole group, then round 0: to and from itself, a local copy matched in
+  // order (one pass of the data loop on an SM).
+  if (cfg_.calibration.launch_us > 0) sg4::this_actor::sleep_for(cfg_.calibration.launch_us * 1e-6);
+  if (sends[rank].size() != recvs[rank].size()) {
+    *error = "rank " + std::to_string(rank) + ": " + std::to_string(sends[rank].size()) + " sends to itself but " +
+             std::to_string(recvs[rank].size()) + " receives from itself in one group";
+    return false;
+  }
+  for (size_t i = 0; i < sends[rank].size(); ++i) {
+    const P2pOp* sd = sends[rank][i];
+    const P2pOp* rv = recvs[rank][i];
+    if (sd->bytes != rv->bytes) {
+      *error = "rank " + std::to_string(rank) + ": send of " + std::to_string(sd->bytes) +
+               " bytes to itself meets a receive of " + std::to_string(rv->bytes) + " bytes";
+      return false;
+    }
+    if (sd->bytes == 0) continue;
+    if (cfg_.payload && rv->buff != sd->buff) memmove(rv->buff, sd->buff, sd->bytes);
+    sg4::this_actor::execute(static_cast<double>(sd->bytes));
+  }
+  for (int round = 1; round < n; ++round) {
+    const int to = (rank + round) % n, from = (rank - round + n) % n;
+    if (sends[to].empty() && recvs[from].empty()) continue;
+    std::vector<Task> tasks;  // run_tasks' actors: one sending to `to`, one receiving from `from`
+    for (int dir = 0; dir < 2; ++dir) {
+      const std::vector<const P2pOp*>& list = dir == 0 ? sends[to] : recvs[from];
+      if (list.empty()) continue;
+      Task t;
+      t.w.rank = rank;
+      t.w.op_count = op_count;
+      t.w.proto = kProtoSimple;
+      t.channel = 0;
+      const int peer = dir == 0 ? to : from;
+      SimConn& c = dir == 0 ? conn(kP2pChannel, rank, to, kProtoSimple, space) : conn(kP2pChannel, from, rank, kProtoSimple, space);
+      for (const P2pOp* o : list) t.p2p.push_back(P2pWork{o->buff, o->bytes, peer, rank, op_count});
+      t.p2p_send = dir == 0;
+      (dir == 0 ? t.send : t.recv) = dir == 0 ? &c.send_info : &c.recv_info;
+      tasks.push_back(std::move(t));
+    }
+    if (!run_tasks(tasks, error, /*launched=*/true)) return false;
   }
   return true;
 }

@@ -16,6 +16,7 @@
 #include "graph/topo.h"
 #include "graph/tuning.h"
 #include "kernels/fifo.h"
+#include "kernels/p2p.h"
 #include "kernels/tree.h"
 #include "kernels/work.h"
 #include "sim/platform.h"
@@ -55,6 +56,9 @@ using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tr
 // The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
 SimCollFn sim_coll_kernel(SimType t);
 SimTreeFn sim_tree_kernel(SimType t);
+// kernels/p2p.h's send and receive for the simulator (kernels_p2p.cc).
+bool sim_p2p_send(SimExec& exec, const P2pWork& w, int channel, ConnInfo* send);
+bool sim_p2p_recv(SimExec& exec, const P2pWork& w, int channel, ConnInfo* recv);
 
 class World {
  public:
@@ -63,6 +67,31 @@ class World {
 
   // Model, placement, search, channels, tuner, platform and routes. False with *error.
   bool setup(simgrid::s4u::Engine& engine, std::string* error);
+
+  // ---- the runtime's sim backend (session.cc): several communicators in one simulated world ----
+  // Before setup: rank r plays the model's GPU devs[r], GPUs numbered node-major (GPU d % G of machine
+  // d / G). Default: ranks 0..nranks-1 on the first GPUs (place_ranks).
+  void set_devices(std::vector<int> devs) { devs_ = std::move(devs); }
+  // Before setup: declare the routes between every pair of the model's GPUs, not only those the
+  // channels use, so that point-to-point operations and worlds sharing this platform find theirs.
+  // Models of at most kAllRoutesMaxGpus GPUs (a FullZone holds n^2 routes).
+  static constexpr int kAllRoutesMaxGpus = 64;
+  void set_all_routes(bool on) { all_routes_ = on; }
+  // Before setup: run on `base`'s platform (SimGrid builds one per engine) instead of building one;
+  // every route this world uses must have been declared there. Such a setup makes no SimGrid call.
+  void share_platform(const World& base) { shared_platform_ = base.platform_; }
+  // Told when an actor blocks on another actor (a counter wait, a join) and when an actor is created,
+  // finishes or is woken, so that the session knows when nothing can progress without more work from
+  // the program. Unset (simulate()): nothing is counted.
+  struct BlockHooks {
+    virtual ~BlockHooks() = default;
+    virtual void spawned() = 0;   // an actor was created (runnable)
+    virtual void finished() = 0;  // an actor ends
+    virtual void blocked() = 0;   // the running actor is about to wait for another actor
+    virtual void woken() = 0;     // a blocked actor was made runnable again
+  };
+  void set_block_hooks(BlockHooks* h) { hooks_ = h; }
+  BlockHooks* block_hooks() const { return hooks_; }
 
   // Runs every size of the config from the calling actor (the controller); fills out->sizes.
   bool run_sizes(SimResult* out, std::string* error, const SimProgress& progress);
@@ -79,8 +108,19 @@ class World {
     int root = 0;
     RedOpArg redop{RedOpKind::kSum, 0, 1};
     uint64_t op_count = 0;
+    int space = 0;  // the communicator's own connections (one namespace per communicator of this world)
   };
   bool run_rank_op(int rank, const RankOp& op, std::string* error);
+  // One rank's point-to-point operations of one group (kernels/p2p.h), NCCL's schedule: in round k the
+  // rank sends to rank + k and receives from rank - k at once (two actors); round 0 is a local copy.
+  // Every peer must run its matching part the same way.
+  struct P2pOp {
+    bool send = true;
+    int peer = 0;
+    void* buff = nullptr;  // source (send) or destination (recv)
+    size_t bytes = 0;
+  };
+  bool run_rank_p2p(int rank, int space, uint64_t op_count, const std::vector<P2pOp>& ops, std::string* error);
 
   // ---- what SimExec uses ----
   bool payload() const { return cfg_.payload; }
@@ -131,18 +171,20 @@ class World {
     const TreeLinks* tree = nullptr;  // tree all_reduce: this rank's links
     SimCollFn ring_fn = nullptr;
     SimTreeFn tree_fn = nullptr;
+    std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
+    bool p2p_send = false;
   };
   CollWork work_for(CollKind coll, size_t count, size_t esize, int root, RedOpArg redop, const Choice& ch) const;
   bool append_rank_tasks(const CollWork& w, SimType type, const Choice& ch, std::vector<Task>* tasks,
-                         std::string* error);
+                         std::string* error, int space = 0);
   bool make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks, std::string* error);
   bool run_task(SimExec& ex, const Task& t);
-  // One actor per task (after the launch latency); returns once every one has finished.
-  bool run_tasks(std::vector<Task>& tasks, std::string* error);
+  // One actor per task (after the launch latency unless `launched`); returns once every one has finished.
+  bool run_tasks(std::vector<Task>& tasks, std::string* error, bool launched = false);
   // The flow level (flow.cc): counting pass, one SimGrid flow per connection for its share, the
   // channels' steps replayed at those shares (replay.h).
   bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error);
-  SimConn& conn(int channel, int from, int to, int proto);
+  SimConn& conn(int channel, int from, int to, int proto, int space = 0);
   // Runs one collective of `count` elements with `choice` on every rank; returns its simulated time.
   bool run_once(size_t count, const Choice& choice, double* time_us, std::string* error);
   void fill_inputs(size_t count);
@@ -155,13 +197,18 @@ class World {
   TopoGraph ring_graph_, tree_graph_;
   std::vector<ChannelPlan> plan_;
   CostModel tuner_;
-  std::unique_ptr<Platform> platform_;
+  std::shared_ptr<Platform> platform_;
+  std::shared_ptr<Platform> shared_platform_;  // share_platform()
+  std::vector<int> devs_;                      // set_devices()
+  bool all_routes_ = false;
+  BlockHooks* hooks_ = nullptr;
   int nranks_ = 0, nch_ = 0, nmachines_ = 0;
   std::vector<simgrid::s4u::Host*> rank_host_;
   std::vector<int> rank_gpu_;
   std::vector<double> sm_rate_;
-  // connections: key (channel, from, to, proto)
-  std::map<std::tuple<int, int, int, int>, std::unique_ptr<SimConn>> conns_;
+  // connections: key (space, channel, from, to, proto); channel kP2pChannel: point-to-point
+  static constexpr int kP2pChannel = -1;
+  std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<SimConn>> conns_;
   std::vector<CounterWait> waits_;
   std::vector<double> link_bytes_;  // by TopoLink
   std::vector<StepRecord> events_;
@@ -184,6 +231,7 @@ class World {
     RedOpKind redop = RedOpKind::kSum;
     int root = -1;
     int reports = 0;  // run_rank_op: ranks that finished it
+    int space = 0;    // run_rank_op: the communicator
   };
   std::vector<OpRecord> op_records_;
   trace::Op trace_op(const OpRecord& o) const;

@@ -204,6 +204,7 @@ extern "C" ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* 
   ncclUniqueId id;
   ncclResult_t r = bootstrap_get_unique_id(&id);
   if (r != ncclSuccess) return r;
+  SimIdleScope idle;  // the sim backend need not wait for this thread while it waits for the ranks' inits
   std::vector<ncclResult_t> res(ndev, ncclSuccess);
   std::vector<std::string> errs(ndev);
   std::vector<std::thread> threads;
@@ -222,6 +223,8 @@ extern "C" ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* 
       return res[i];
     }
   }
+  for (int i = 0; i < ndev; ++i)
+    if (comms[i]->sim) sim_claim(comms[i]);  // the caller drives them, not the threads that initialised them
   return ncclSuccess;
 }
 CCLAB_ALIAS(ncclResult_t, ncclCommInitAll, (ncclComm_t*, int, const int*))
@@ -280,6 +283,7 @@ extern "C" ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclC
   *newcomm = nullptr;
   if (color < NCCL_SPLIT_NOCOLOR)
     return report_error(ncclInvalidArgument, "%s: color %d is invalid (use >= 0 or NCCL_SPLIT_NOCOLOR)", fn, color);
+  SimIdleScope idle;  // waits for the other ranks (sim backend: the simulation need not wait for this thread)
   // Everyone learns everyone's (color, key); the first rank of each color makes the new unique id.
   struct Entry {
     int color, key, rank;
@@ -318,6 +322,7 @@ extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclu
   ncclResult_t r = check_comm_ready(comm, fn);
   if (r != ncclSuccess) return r;
   if (!newcomm) return report_error(ncclInvalidArgument, "%s: newcomm is NULL", fn);
+  SimIdleScope idle;
   *newcomm = nullptr;
   if (nexclude < 0 || (nexclude > 0 && !exclude))
     return report_error(ncclInvalidArgument, "%s: excludeRanksList is NULL or excludeRanksCount %d < 0", fn, nexclude);
@@ -746,7 +751,7 @@ extern "C" ncclResult_t cclabStreamSynchronize(cudaStream_t s) {
   bool valid = true;
   HostStream* hs = host_stream_lookup(s, &valid);
   if (!valid) return report_error(ncclInvalidArgument, "cclabStreamSynchronize: %p is not a host stream", (void*)s);
-  ncclResult_t r = sim_synchronize("cclabStreamSynchronize");
+  ncclResult_t r = sim_synchronize(s, "cclabStreamSynchronize");
   if (r != ncclSuccess) return r;
   return hs ? hs->synchronize() : ncclSuccess;
 }

@@ -428,6 +428,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   ncclResult_t r = check_config(config, fn);
   if (r != ncclSuccess) return r;
   print_version_once();
+  SimIdleScope idle;  // init waits for the other ranks
 
   auto* comm = new ncclComm;
   comm->magic = kCommMagic;
@@ -473,6 +474,7 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
 
 void comm_free(ncclComm_t comm) {
   if (comm->cuda) cuda_detach(comm);
+  if (comm->sim) sim_detach(comm);
   recorder_detach(comm);
   {
     std::lock_guard<std::mutex> lk(g_live_mu);

@@ -1,6 +1,6 @@
 #include "sim_backend.h"
 
-#include <mutex>
+#include <map>
 #include <string>
 
 #include "base/log.h"
@@ -10,113 +10,144 @@
 
 namespace cclab {
 
-namespace {
-// The world is built by the thread that drives it (SimGrid binds its engine to the thread that creates
-// it, and ncclCommInitAll initialises ranks on threads of its own): init records the size, the first
-// collective, kernel or synchronisation builds it.
-std::mutex g_mu;
-int g_nranks = 0;
-
-sim::Session* session(std::string* err) {
-  sim::Session* s = sim::Session::current();
-  if (s != nullptr) return s;
-  int n;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    n = g_nranks;
-  }
-  if (n == 0) return nullptr;
-  s = sim::Session::get(n, err);
-  if (s != nullptr) CCLAB_INFO(kLogInit, "sim backend: %d ranks on %s", n, s->description().c_str());
-  return s;
-}
-}  // namespace
-
 ncclResult_t sim_attach(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lk(g_mu);
-  if (g_nranks != 0 && g_nranks != comm->nranks)
-    return report_error(ncclInvalidUsage,
-                        "CCLAB_BACKEND=sim: the simulator runs one communicator size per process (%d ranks, this "
-                        "communicator has %d)",
-                        g_nranks, comm->nranks);
-  g_nranks = comm->nranks;
+  const PeerInfo& me = comm->peers[comm->rank];
+  std::vector<int> devs(comm->nranks);
+  for (int r = 0; r < comm->nranks; ++r) {
+    const PeerInfo& p = comm->peers[r];
+    if (p.proc_hash != me.proc_hash)
+      return report_error(ncclInvalidUsage,
+                          "CCLAB_BACKEND=sim: rank %d of this communicator runs in another process (pid %d; rank %d "
+                          "is pid %d): the simulator needs every rank in one process (a thread per rank, or one "
+                          "thread driving all ranks)",
+                          r, p.pid, comm->rank, me.pid);
+    devs[r] = p.dev;
+  }
+  std::string err;
+  sim::Session* s = sim::Session::get(devs, &err);
+  if (s == nullptr) return report_error(ncclInvalidUsage, "CCLAB_BACKEND=sim: %s", err.c_str());
+  if (!s->attach(comm, comm->id_hash, devs, comm->rank, &err))
+    return report_error(ncclInvalidUsage, "CCLAB_BACKEND=sim: %s", err.c_str());
+  if (comm->rank == 0) CCLAB_INFO(kLogInit, "sim backend: %d ranks on %s", comm->nranks, s->description().c_str());
   return ncclSuccess;
 }
 
+void sim_detach(ncclComm_t comm) {
+  if (sim::Session* s = sim::Session::current()) s->detach(comm);
+}
+
+void sim_claim(ncclComm_t comm) {
+  if (sim::Session* s = sim::Session::current()) s->claim(comm);
+}
+
 ncclResult_t sim_launch(std::vector<OpDesc>& ops) {
-  std::string err;
-  sim::Session* s = session(&err);
-  if (s == nullptr) return report_error(ncclInvalidUsage, "%s (sim backend): %s", ops.front().fn, err.c_str());
-  bool blocking = false;
+  sim::Session* s = sim::Session::current();
+  if (s == nullptr)
+    return report_error(ncclInvalidUsage, "%s (sim backend): the communicator is not in a simulated world",
+                        ops.front().fn);
+  std::vector<ncclComm_t> order;
+  std::map<ncclComm_t, std::vector<const OpDesc*>> plans;
   for (const OpDesc& o : ops) {
     if (!o.comm->sim)
       return report_error(ncclInvalidUsage, "%s: a group mixes simulated and host communicators", o.fn);
-    if (o.kind != OpDesc::Kind::kColl)
-      return report_error(ncclInvalidUsage, "%s: point-to-point operations are not simulated yet", o.fn);
-    if (sim::sim_coll_kernel(static_cast<sim::SimType>(o.type)) == nullptr)
-      return report_error(ncclInvalidArgument,
-                          "%s: datatype %d is not simulated (int8, half, bfloat16, float, int32 and double are)", o.fn,
-                          static_cast<int>(o.type));
+    if (o.kind == OpDesc::Kind::kColl && sim::sim_coll_kernel(static_cast<sim::SimType>(o.type)) == nullptr)
+      return report_error(ncclInvalidArgument, "%s: datatype %d is not simulated", o.fn, static_cast<int>(o.type));
+    if (plans.find(o.comm) == plans.end()) order.push_back(o.comm);
+    plans[o.comm].push_back(&o);
   }
-  for (const OpDesc& o : ops) {
-    sim::World::RankOp op;
-    op.coll = o.coll;
-    op.type = static_cast<sim::SimType>(o.type);
-    op.count = o.count;
-    op.send = o.send;
-    op.recv = o.recv;
-    op.root = o.root;
-    op.redop = make_redop(o.comm, o.op, o.type);
-    op.op_count = o.comm->op_count++;
-    s->enqueue_coll(o.stream, o.comm->rank, op);
-    if (o.stream == nullptr) blocking = true;
+  // Per communicator, as the host backend's plans: its collectives in order, each on its stream, then
+  // its point-to-point operations together (one item, on the stream of the first of them).
+  std::vector<const void*> blocking;
+  std::string err;
+  for (ncclComm_t comm : order) {
+    s->claim(comm);
+    std::vector<sim::World::P2pOp> p2p;
+    cudaStream_t p2p_stream = nullptr;
+    bool on_null = false;
+    for (const OpDesc* o : plans[comm]) {
+      if (o->kind != OpDesc::Kind::kColl) {
+        if (p2p.empty()) p2p_stream = o->stream;
+        sim::World::P2pOp p;
+        p.send = o->kind == OpDesc::Kind::kSend;
+        p.peer = o->peer;
+        p.buff = p.send ? const_cast<void*>(o->send) : o->recv;
+        p.bytes = o->count * type_size(o->type);
+        p2p.push_back(p);
+        continue;
+      }
+      sim::World::RankOp op;
+      op.coll = o->coll;
+      op.type = static_cast<sim::SimType>(o->type);
+      op.count = o->count;
+      op.send = o->send;
+      op.recv = o->recv;
+      op.root = o->root;
+      op.redop = make_redop(comm, o->op, o->type);
+      op.op_count = comm->op_count++;
+      if (!s->enqueue_coll(comm, o->stream, op, &err))
+        return report_error(ncclInvalidUsage, "%s (sim backend): %s", o->fn, err.c_str());
+      on_null = on_null || o->stream == nullptr;
+    }
+    if (!p2p.empty()) {
+      if (!s->enqueue_p2p(comm, p2p_stream, comm->op_count++, p2p, &err))
+        return report_error(ncclInvalidUsage, "%s (sim backend): %s", ops.front().fn, err.c_str());
+      on_null = on_null || p2p_stream == nullptr;
+    }
+    if (on_null) blocking.push_back(comm);
   }
-  return blocking ? sim_synchronize(ops.front().fn) : ncclSuccess;
+  if (blocking.empty()) return ncclSuccess;
+  if (!s->synchronize_default(blocking, &err))
+    return report_error(ncclInternalError, "%s (sim backend): %s", ops.front().fn, err.c_str());
+  return ncclSuccess;
 }
 
-ncclResult_t sim_synchronize(const char* fn) {
+ncclResult_t sim_synchronize(cudaStream_t stream, const char* fn) {
+  sim::Session* s = sim::Session::current();
+  if (s == nullptr) return ncclSuccess;  // no simulated communicator in this process
   std::string err;
-  sim::Session* s = session(&err);
-  if (s == nullptr) {
-    if (err.empty()) return ncclSuccess;  // no simulated communicator in this process
-    return report_error(ncclInvalidUsage, "%s (sim backend): %s", fn, err.c_str());
-  }
-  if (!s->run(&err)) return report_error(ncclInternalError, "%s (sim backend): %s", fn, err.c_str());
+  if (!s->synchronize(stream, &err)) return report_error(ncclInternalError, "%s (sim backend): %s", fn, err.c_str());
   return ncclSuccess;
 }
 
 bool sim_waits(cudaStream_t waiter, cudaStream_t waitee) {
-  std::string err;
-  sim::Session* s = session(&err);
+  sim::Session* s = sim::Session::current();
   if (s == nullptr) return false;
-  s->enqueue_wait(waiter, 0, waitee, 0);
+  s->enqueue_wait(waiter, waitee);
   return true;
 }
 
 ncclResult_t sim_kernel(cudaStream_t stream, int rank, double flops, double seconds) {
-  std::string err;
-  sim::Session* s = session(&err);
-  if (s == nullptr) {
-    if (err.empty()) return ncclSuccess;  // the host backend does not model compute time
-    return report_error(ncclInvalidUsage, "cclabSimKernel (sim backend): %s", err.c_str());
-  }
-  if (rank < 0 || rank >= s->nranks())
-    return report_error(ncclInvalidArgument, "cclabSimKernel: rank %d is not a simulated GPU (0..%d)", rank,
-                        s->nranks() - 1);
+  sim::Session* s = sim::Session::current();
+  if (s == nullptr) return ncclSuccess;  // the host backend does not model compute time
+  if (!s->gpu_in_use(rank))
+    return report_error(ncclInvalidArgument,
+                        "cclabSimKernel: GPU %d is not played by a rank of any simulated communicator (%d GPUs are)",
+                        rank, s->gpus_in_use());
   s->enqueue_kernel(stream, rank, flops, seconds);
-  if (stream == nullptr) return sim_synchronize("cclabSimKernel");
+  if (stream == nullptr) return sim_synchronize(nullptr, "cclabSimKernel");
   return ncclSuccess;
 }
 
 ncclResult_t sim_time(double* us) {
-  std::string err;
-  sim::Session* s = session(&err);
+  sim::Session* s = sim::Session::current();
   if (s == nullptr) {
     *us = 0;
     return report_error(ncclInvalidUsage, "cclabSimTime: no simulated world (CCLAB_BACKEND=sim and a communicator)");
   }
   *us = s->now_us();
   return ncclSuccess;
+}
+
+SimIdleScope::SimIdleScope() {
+  if (sim::Session* s = sim::Session::current()) {
+    s->idle_begin();
+    on_ = true;
+  }
+}
+
+SimIdleScope::~SimIdleScope() {
+  if (!on_) return;
+  if (sim::Session* s = sim::Session::current()) s->idle_end();
 }
 
 }  // namespace cclab
