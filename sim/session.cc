@@ -263,9 +263,17 @@ struct Session::Impl : World::BlockHooks {
     engine_waiting = true;
     cv_prog.notify_all();
     bool ok = true;
+    const auto since = std::chrono::steady_clock::now();
+    const auto stall = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(stall_timeout_s));
     while (exiting || !pred()) {
       if (deadline == std::chrono::steady_clock::time_point::max()) {
-        cv_engine.wait(lk);
+        // Unbounded, except that a synchronisation never waits forever for a thread that stays outside
+        // cclab (a host barrier or join between rank threads would otherwise hang the program).
+        cv_engine.wait_for(lk, stall);
+        if (!exiting && !broken && !pred() && !gate_open() && std::chrono::steady_clock::now() - since >= stall &&
+            std::any_of(syncs.begin(), syncs.end(), [](const Sync* s) { return !s->released; }))
+          fail_outside();
       } else if (cv_engine.wait_until(lk, deadline) == std::cv_status::timeout && !exiting) {
         ok = pred();
         break;
@@ -281,6 +289,7 @@ struct Session::Impl : World::BlockHooks {
       std::unique_lock<std::mutex> lk(mu);
       clock_us = sg4::Engine::get_clock() * 1e6;
       engine_wait(lk, [&] { return gate_open(); });
+      if (broken) return;  // fail_outside() gave up on a thread while the engine waited
       qs = take_input();
     }
     start(qs);
@@ -313,6 +322,7 @@ struct Session::Impl : World::BlockHooks {
       auto decided = [&] { return gate_open() && (has_input() || all_participants_syncing()); };
       while (true) {
         const bool timed_out = !engine_wait(lk, decided, deadline);
+        if (broken) return;  // fail_outside() gave up on a thread while the engine waited
         if (gate_open() && has_input()) {
           qs = take_input();
           break;
@@ -325,6 +335,34 @@ struct Session::Impl : World::BlockHooks {
       }
     }
     start(qs);
+  }
+
+  // Threads wait in synchronisations while a thread that drives a communicator has stayed outside cclab
+  // for the stall time: simulated time cannot advance (it would depend on the host's scheduling), so the
+  // waiting synchronisations fail, naming the threads and ranks that did not come back.
+  void fail_outside() {  // under mu
+    std::string who;
+    for (const ThreadRec& t : threads) {
+      if (t.owned == 0 || t.state != ThreadRec::kRunning) continue;
+      std::string ranks;
+      for (const auto& kv : comms)
+        if (kv.second.owner == &t) ranks += (ranks.empty() ? "" : ", ") + std::to_string(kv.second.rank);
+      who += (who.empty() ? "" : "; ") + std::string("thread ") + std::to_string(t.id) + " (rank " + ranks + ")";
+    }
+    broken = true;
+    broken_msg = "the simulated clock is stuck: " + who + " has not synchronised for " +
+                 std::to_string(static_cast<int>(stall_timeout_s)) +
+                 " s while other ranks wait in a synchronisation. Simulated time advances only while every "
+                 "thread that drives a communicator waits in cclab, so a host-side wait between rank threads "
+                 "(a barrier, a join, a condition variable) cannot be simulated; CCLAB_SIM_STALL_S sets the "
+                 "time allowed";
+    for (Sync* s : syncs)
+      if (!s->released) {
+        s->released = true;
+        s->error = broken_msg;
+        s->thread->state = ThreadRec::kRunning;
+      }
+    cv_prog.notify_all();
   }
 
   void fail_deadlocked(bool timed_out) {  // under mu

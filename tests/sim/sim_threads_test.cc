@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -179,6 +180,49 @@ TEST(SimThreads, ARankThatSkipsACollectiveFailsTheOthersWithTheStuckWaits) {
   EXPECT_NE(out.find("deadlocked"), std::string::npos) << out;
   // A stuck wait: rank, channel, peer, step.
   EXPECT_NE(out.find("rank 0 channel 0 waiting for data from rank 3 for step"), std::string::npos) << out;
+  const size_t w = out.find("wall ");
+  ASSERT_NE(w, std::string::npos) << out;
+  EXPECT_LT(std::stod(out.substr(w + 5)), 5.0) << out;
+}
+
+// Rank 1's thread waits on the host for rank 0's all_reduce to return before it queues its own: the
+// simulated clock cannot advance (rank 1 never waits in cclab), so after CCLAB_SIM_STALL_S rank 0's
+// synchronisation fails naming the thread and rank that stayed out, instead of both hanging.
+TEST(SimThreads, AHostWaitBetweenRankThreadsFailsInsteadOfHanging) {
+  const std::string out = in_child([] {
+    setenv("CCLAB_SIM_STALL_S", "1", 1);
+    ncclUniqueId id;
+    if (ncclGetUniqueId(&id) != ncclSuccess) return report("FAIL id\n");
+    std::promise<void> rank0_done;
+    std::shared_future<void> done = rank0_done.get_future().share();
+    std::vector<std::string> msgs(2);
+    double wall = 0;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        ncclComm_t comm;
+        if (ncclCommInitRank(&comm, 2, id, r) != ncclSuccess) {
+          msgs[r] = "FAIL init\n";
+          if (r == 0) rank0_done.set_value();
+          return;
+        }
+        std::vector<float> buf(1024, 1.0f);
+        if (r == 1) done.wait();  // a host-side wait for the other rank
+        const auto t0 = std::chrono::steady_clock::now();
+        const ncclResult_t e = ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr);
+        if (r == 0) {
+          wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          rank0_done.set_value();
+        }
+        msgs[r] = "rank " + std::to_string(r) + (e == ncclSuccess ? " ok" : std::string(" ERROR ") + ncclGetLastError(nullptr)) + "\n";
+      });
+    for (auto& t : threads) t.join();
+    report(msgs[0] + msgs[1] + "wall " + std::to_string(wall) + "\n");
+  });
+  EXPECT_NE(out.find("rank 0 ERROR"), std::string::npos) << out;
+  EXPECT_NE(out.find("simulated clock is stuck"), std::string::npos) << out;
+  EXPECT_NE(out.find("(rank 1)"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank 1 ERROR"), std::string::npos) << out;  // the world is unusable afterwards
   const size_t w = out.find("wall ");
   ASSERT_NE(w, std::string::npos) << out;
   EXPECT_LT(std::stod(out.substr(w + 5)), 5.0) << out;
