@@ -11,8 +11,13 @@
 //   post          a block barrier (every lane's data stores are done), then lane 0 fences (system
 //                 scope, so a peer GPU or the host sees the data first) and stores the counter;
 //   reduce_copy   each lane does its share (reduce_copy_lanes: 16-byte packs, lane p % lanes);
-//   LL/LL128      each lane polls and writes its own lines (primitives_ll.h spreads the groups over
+//   LL            each lane polls and writes its own lines (primitives_ll.h spreads the groups over
 //                 lanes()); flags are read with volatile 8-byte loads;
+//   LL128         NCCL's scheme: 8 consecutive lanes (a line group) move a 128-byte line together, each
+//                 one 16-byte part with one 16-byte volatile store or load; the group's last lane holds
+//                 the flag word. Receiving, the group repeats its loads until a vote over the group says
+//                 the flag lane saw the step's flag (group_wait), then every lane loads its part again.
+//                 A block of fewer than 8 lanes moves whole lines, one per lane, as LL does.
 //   observe       lane 0 appends the step to this block's record buffer (CCLAB_TRACE), stamped with
 //                 the Block's clock (%globaltimer on a GPU).
 // A lane whose line poll sees the abort flag cannot leave alone (its block would wait for it at the
@@ -27,6 +32,19 @@
 //   void store(uint64_t*, uint64_t)       volatile 8-byte store
 //   void fence()                          system-scope fence (orders memory for peers and the host)
 //   bool abort_requested()                the communicator's abort flag is set
+//   bool group_any(bool)                  OR of a vote over this lane's line group (lanes 8g .. 8g+7);
+//                                         every lane of the group calls it
+//   void store_part(uint64_t* p, uint64_t lo, uint64_t hi, bool flag_part)
+//                                         this lane's 16-byte part of a line its group writes; every lane
+//                                         of the group calls it for the same line. Contract: a peer that
+//                                         sees the flag part's `hi` (the flag) with load_part and then
+//                                         votes with group_any sees every part of the line in its
+//                                         group's next load_part calls. (GPU: one st.volatile.v2.u64 per
+//                                         lane, a warp writing whole 128-byte lines, which NVLink
+//                                         delivers whole; host threads: a group barrier, then the flag
+//                                         part's release store.)
+//   void load_part(const uint64_t* p, uint64_t* lo, uint64_t* hi, bool flag_part)
+//                                         16-byte volatile load of a part (the flag part: acquire)
 //   void pause()                          back off inside a spin loop
 //   double now_us()                       clock for step records
 #pragma once
@@ -37,6 +55,7 @@
 #include "kernels/fifo.h"
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
+#include "kernels/proto_ll.h"
 #include "kernels/reduce_copy.h"
 #include "kernels/step_record.h"
 
@@ -135,6 +154,35 @@ class BlockExec {
   CCLAB_HD void store_u64_release(uint64_t* p, uint64_t v) {
     b_.fence();
     b_.store(p, v);
+  }
+
+  // ---- LL128 line groups (see the header and kernels/proto_ll.h) ------------------------------------
+  CCLAB_HD int line_groups() const { return b_.nthreads() / kLL128Parts; }
+  // Every lane of a group loops the same number of times (the vote is the group's), so the abort checks
+  // and the stuck report happen at the same spin on each; a lane that sees the abort stops waiting (its
+  // vote is false) and the block stops at its next barrier, as in wait_flag.
+  template <typename Poll>
+  CCLAB_HD bool group_wait(const Poll& poll, const WaitSite& site) {
+    for (uint64_t spins = 1;; ++spins) {
+      const bool waiting = poll() && !lane_aborted_;
+      if (!b_.group_any(waiting)) return true;
+      if ((spins & 1023) == 0) {
+        if (b_.abort_requested()) {
+          if (b_.tid() == 0 && cfg_.status != nullptr) write_site(site);
+          lane_aborted_ = true;
+        } else if (spins >= cfg_.stuck_spins && state_ != kBlockWaiting && b_.tid() == 0 && cfg_.status != nullptr) {
+          write_site(site);
+          set_state(kBlockWaiting);
+        }
+      }
+      b_.pause();
+    }
+  }
+  CCLAB_HD void store_line_part(uint64_t* p, uint64_t lo, uint64_t hi, bool flag_part) {
+    b_.store_part(p, lo, hi, flag_part);
+  }
+  CCLAB_HD void load_line_part(const uint64_t* p, uint64_t* lo, uint64_t* hi, bool flag_part) {
+    b_.load_part(p, lo, hi, flag_part);
   }
 
   // ---- data loops ----------------------------------------------------------------------------------

@@ -28,11 +28,24 @@
 //                                                                               neither packed nor read
 //   uint64_t load_u64(const uint64_t*), load_u64_acquire(const uint64_t*)       8-byte atomic loads
 //   void store_u64(uint64_t*, uint64_t), store_u64_release(uint64_t*, uint64_t) 8-byte atomic stores
+// Optionally, for LL128 lines moved NCCL's way (8 lanes per line, one 16-byte part each; proto_ll.h):
+//   int line_groups()                                                           whole 8-lane groups (0:
+//                                                                               one lane per line)
+//   template <class Poll> bool group_wait(const Poll& poll, const WaitSite&)    repeat poll() (true: this
+//                                                                               lane still waits) until
+//                                                                               no lane of the group waits;
+//                                                                               false once aborted
+//   void store_line_part(uint64_t*, uint64_t lo, uint64_t hi, bool flag_part)   one part's 16-byte store
+//   void load_line_part(const uint64_t*, uint64_t* lo, uint64_t* hi, bool)      one part's 16-byte load
+// An executor without them (the host executor, the simulator: one lane) moves whole lines; the bytes on
+// the wire are the same either way.
 // All connections of a ring must have the same step_bytes (one protocol's buffer size).
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <utility>
 
 #include "kernels/fifo.h"
 #include "kernels/platform.h"
@@ -42,6 +55,16 @@
 #include "kernels/step_record.h"
 
 namespace cclab {
+
+// Whether Exec moves line parts in 8-lane groups (has line_groups(); see the list above).
+template <class E, class = void>
+struct HasLineGroups {
+  static constexpr bool value = false;
+};
+template <class E>
+struct HasLineGroups<E, decltype(void(std::declval<const E&>().line_groups()))> {
+  static constexpr bool value = true;
+};
 
 template <typename T, typename Proto, typename Exec>
 class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, Exec> {
@@ -61,6 +84,61 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   // Lines per data loop: 32 LL lines (256 B of payload) or 8 LL128 lines (960 B).
   // (A GPU lane takes one line at a time, as NCCL's LL loop does, keeping the group in registers.)
   static constexpr size_t kGroupLines = CCLAB_DEVICE_PASS ? 1 : (Proto::kLinePayload >= 64 ? 8 : 32);
+  static constexpr bool kGroupParts = Proto::kGroupParts && HasLineGroups<Exec>::value;
+
+  // One step's lines, for group_lines.
+  struct StepLines {
+    Line* const* sl;
+    Line* const* rl;
+    const uint64_t* send_step;
+    const uint64_t* recv_step;
+    int nr, ns;
+    size_t in_off, out_off;  // element offsets of the step's first element in input / output
+    size_t n, nlines;        // the step's elements and lines
+    bool pre, post;
+    PrimKind prim;
+  };
+
+  // NCCL's LL128 data loop: line group g (lanes 8g .. 8g+7) takes lines g, g + groups, ...; lane 8g + p
+  // moves part p of each line (ProtoLL128::store_part / load_part): its payload bytes [16p, 16p + 16),
+  // 8 bytes and the flag for the flag part. A part holds whole elements (16 is a multiple of sizeof(T)),
+  // so each lane combines its own elements. Lanes past the last whole group have no line work (never on
+  // a GPU, whose blocks are whole warps). False once the executor gave up.
+  template <bool RECV, bool SEND, bool SRC, bool DST>
+  CCLAB_HD bool group_lines(const StepLines& s) {
+    static_assert(kLL128PartBytes % sizeof(T) == 0 && 8 % sizeof(T) == 0, "a part holds whole elements");
+    constexpr size_t kEltPerPart = kLL128PartBytes / sizeof(T);
+    const int groups = exec_.line_groups();
+    const int g = exec_.lane() / kLL128Parts, part = exec_.lane() % kLL128Parts;
+    if (g >= groups) return true;
+    const size_t first = static_cast<size_t>(part) * kEltPerPart;  // the part's first element in a line
+    const size_t cap = static_cast<size_t>(ll128_part_payload(part)) / sizeof(T);
+    for (size_t l = static_cast<size_t>(g); l < s.nlines; l += static_cast<size_t>(groups)) {
+      const size_t line_elems = s.n - l * kEltPerLine < kEltPerLine ? s.n - l * kEltPerLine : kEltPerLine;
+      const size_t k = first >= line_elems ? 0 : (line_elems - first < cap ? line_elems - first : cap);
+      const size_t e0 = l * kEltPerLine + first;  // within the step
+      T a[kMaxFan][kEltPerPart];  // this part of the received lines
+      T out[kEltPerPart];         // this part of the outgoing lines
+      const T* rsrc[kMaxFan] = {};
+      for (int i = 0; i < s.nr; ++i) {
+        WaitSite rw{rank_, channel_, recvs_[i]->peer, s.recv_step[i] + 1, true, s.prim};
+        if (!Proto::load_part(exec_, s.rl[i] + l, part, reinterpret_cast<unsigned char*>(a[i]), k * sizeof(T),
+                              s.recv_step[i], rw))
+          return false;
+        rsrc[i] = a[i];
+      }
+      if (k > 0) {
+        T* d0 = DST ? output_ + s.out_off + e0 : out;
+        T* extra[1] = {out};
+        this->template combine<true>(d0, extra, (DST && s.ns > 0) ? 1 : 0, rsrc, s.nr,
+                                     SRC ? input_ + s.in_off + e0 : nullptr, k, s.pre, s.post);
+      }
+      for (int j = 0; j < s.ns; ++j)
+        Proto::store_part(exec_, s.sl[j] + l, part, reinterpret_cast<const unsigned char*>(out), k * sizeof(T),
+                          s.send_step[j]);
+    }
+    return true;
+  }
 
   // RECV / SEND / SRC / DST as in primitives.h. The data is processed a line at a time: a received
   // line is unpacked into `a`, combined with the input, written to the output and/or packed into the
@@ -118,10 +196,18 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
                           static_cast<const T*>(nullptr), SRC ? input_ + in_off + offset : static_cast<const T*>(nullptr),
                           n, false, false);
       }
-      // On a GPU each lane of the block takes every lanes()-th group; the host executor is one lane.
+      bool grouped = false;  // LL128 in 8-lane line groups (NCCL's scheme) instead of a line per lane
+      if constexpr (kGroupParts) {
+        grouped = group_end > 0 && exec_.line_groups() > 0;
+        const StepLines step{sl, rl, send_step, recv_step, nr, ns, in_off + offset, out_off + offset, n, nlines,
+                             pre, post, prim};
+        if (grouped && !group_lines<RECV, SEND, SRC, DST>(step)) return abort_now();
+      }
+      // Otherwise each lane of the block takes every lanes()-th group of lines; the host executor is one lane.
+      const size_t lane_end = grouped ? 0 : group_end;
       const size_t lane0 = static_cast<size_t>(exec_.lane()) * kGroupLines;
       const size_t lane_stride = static_cast<size_t>(exec_.lanes()) * kGroupLines;
-      for (size_t l0 = lane0; l0 < group_end; l0 += lane_stride) {
+      for (size_t l0 = lane0; l0 < lane_end; l0 += lane_stride) {
         const size_t gl = nlines - l0 < kGroupLines ? nlines - l0 : kGroupLines;
         const size_t e0 = offset + l0 * kEltPerLine;
         const size_t ge = n - l0 * kEltPerLine < gl * kEltPerLine ? n - l0 * kEltPerLine : gl * kEltPerLine;

@@ -14,12 +14,20 @@
 //             half whose flag matches carries that step's data. No fence between data and flag.
 //       host: each {data, flag} half is stored and loaded as ONE 8-byte atomic (relaxed is enough: the
 //             data travels in the same atomic word as its flag), so a matching flag implies its data.
-//  LL128 GPU: the 8 threads of a line store 16 bytes each and NCCL relies on the 128-byte line reaching
-//             the peer whole (NVLink delivers a warp's aligned 128-byte store atomically), so the flag
-//             word (the last 8 bytes) cannot be seen before the 120 data bytes. Hence LL128 is only
-//             enabled where that holds.
-//       host: the 15 data words are stored first, then the flag word with release; the receiver loads
-//             the flag with acquire and only then reads the data words.
+//  LL128 GPU: NCCL's scheme. A line is 8 parts of 16 bytes (kLL128Parts); 8 consecutive lanes (a line
+//             group) each move one part with one 16-byte volatile store or load, the last lane's part
+//             (kLL128FlagPart, NCCL_LL128_FLAGTHREAD) holding data word 14 and the flag word. A warp's
+//             store instruction thus writes 4 whole lines, and NCCL relies on each aligned 128-byte
+//             line reaching the peer whole (NVLink store atomicity), so the flag cannot be seen before
+//             the line's 120 data bytes: no fence between data and flag. The receiving group loads its
+//             parts, the flag lane compares the flag, a vote over the group repeats the loads until the
+//             flag is right, and then every lane loads its part again (its first load may have raced
+//             ahead of the line). Hence LL128 is only enabled where line atomicity holds.
+//       host: one lane per line: the 15 data words are stored first, then the flag word with release;
+//             the receiver loads the flag with acquire and only then reads the data words. (Host
+//             threads playing a block's line groups give the group the same guarantee with a group
+//             barrier before the flag part's release store; see kernels/block_exec.h.)
+//             Either way the bytes on the wire are the same: ll128_pack's line.
 // Reuse of a slot is ordered by the head counter as in Simple: the receiver's reads of step s happen
 // before its release store of head = s + 1, which the sender acquires before rewriting slot s % 8.
 #pragma once
@@ -163,6 +171,27 @@ CCLAB_HD inline void ll128_words_payload(const uint64_t* w, unsigned char* p, si
     if (o < n) store_le_bytes(w[i], p + o, n - o);
   }
 }
+// ---- LL128 line parts (NCCL's 8-lane line groups) ----
+// Part p of a line is words 2p and 2p+1: payload bytes [16p, 16p + ll128_part_payload(p)); the flag part
+// carries payload word 14 and the flag word 15. So storing all 8 parts of a line writes ll128_pack's line.
+constexpr int kLL128PartBytes = 16;
+constexpr int kLL128Parts = kLL128LineBytes / kLL128PartBytes;       // 8 lanes per line
+constexpr int kLL128FlagPart = kLL128Parts - 1;                      // NCCL_LL128_FLAGTHREAD, within a group
+static_assert(kLL128Parts == 8 && kLL128FlagPart * 2 + 1 == kLL128LineElems - 1, "the flag word ends the flag part");
+CCLAB_HD inline int ll128_part_payload(int part) { return part == kLL128FlagPart ? 8 : kLL128PartBytes; }
+// The two words of part `part` carrying `n` (<= ll128_part_payload(part)) payload bytes from p,
+// zero-padded; the flag part's second word is `flag`.
+CCLAB_HD inline void ll128_make_part(const unsigned char* p, size_t n, int part, uint64_t flag, uint64_t* lo,
+                                     uint64_t* hi) {
+  *lo = load_le_bytes(p, n);
+  *hi = part == kLL128FlagPart ? flag : (n > 8 ? load_le_bytes(p + 8, n - 8) : 0);
+}
+// The first `n` payload bytes of a part (the flag word is not payload).
+CCLAB_HD inline void ll128_part_bytes(uint64_t lo, uint64_t hi, unsigned char* p, size_t n) {
+  store_le_bytes(lo, p, n);
+  if (n > 8) store_le_bytes(hi, p + 8, n - 8);
+}
+
 CCLAB_HD inline size_t ll128_pack(const void* src, size_t bytes, LL128Line* dst, uint64_t flag) {
   const unsigned char* s = static_cast<const unsigned char*>(src);
   const size_t n = ll128_lines(bytes);
@@ -191,6 +220,9 @@ CCLAB_HD inline bool ll128_unpack(const LL128Line* src, size_t bytes, void* dst,
 //   store_line(exec, Line*, bytes, n, step)          writes one line of step `step` (ordering above)
 //   load_line(exec, const Line*, bytes, n, step)     true and the payload if the line carries the flag
 //   needs_clean(step), clean_line(exec, Line*, step) NCCL's LL flag cleaning (never for LL128)
+//   kGroupParts                                      lines move as kLL128Parts parts, one per lane of an
+//                                                    8-lane group, on an executor with line groups
+//                                                    (LL128: store_part / load_part below)
 // Exec must offer 8-byte atomic loads/stores: load_u64, load_u64_acquire, store_u64, store_u64_release.
 
 // NCCL's ProtoLL: one step per slice and chunk; a step carries half its buffer bytes of payload.
@@ -249,6 +281,7 @@ struct ProtoLL {
 #endif
   }
   CCLAB_HD static bool needs_clean(uint64_t step) { return ll_needs_clean(step); }
+  static constexpr bool kGroupParts = false;
   template <typename Exec>
   CCLAB_HD static void clean_line(Exec& exec, Line* l, uint64_t step) {
     const uint64_t half = ll_half(0, ll_flag(step));
@@ -294,6 +327,38 @@ struct ProtoLL128 {
   CCLAB_HD static bool needs_clean(uint64_t) { return false; }
   template <typename Exec>
   CCLAB_HD static void clean_line(Exec&, Line*, uint64_t) {}
+
+  // NCCL's line groups (see the ordering notes at the top): lane `part` of an 8-lane group moves part
+  // `part` of the line, `n` payload bytes at p (<= ll128_part_payload(part)). Every lane of the group
+  // calls these for the same line, empty parts included (they carry the zero padding and the flag).
+  // Exec: store_line_part / load_line_part (one 16-byte access), group_wait (the group's vote).
+  static constexpr bool kGroupParts = true;
+  template <typename Exec>
+  CCLAB_HD static void store_part(Exec& exec, Line* l, int part, const unsigned char* p, size_t n, uint64_t step) {
+    uint64_t lo, hi;
+    ll128_make_part(p, n, part, ll128_flag(step), &lo, &hi);
+    exec.store_line_part(&l->v[2 * part], lo, hi, part == kLL128FlagPart);
+  }
+  // Polls until the group's flag lane sees step's flag, then loads the part again: a lane's poll may
+  // have read its part before the line arrived. False if the executor gave up (aborted).
+  template <typename Exec, typename Site>
+  CCLAB_HD static bool load_part(Exec& exec, const Line* l, int part, unsigned char* p, size_t n, uint64_t step,
+                                 const Site& site) {
+    const uint64_t* w = &l->v[2 * part];
+    const bool flag_part = part == kLL128FlagPart;
+    const uint64_t flag = ll128_flag(step);
+    uint64_t lo = 0, hi = 0;
+    if (!exec.group_wait(
+            [&]() {
+              exec.load_line_part(w, &lo, &hi, flag_part);
+              return flag_part && hi != flag;
+            },
+            site))
+      return false;
+    exec.load_line_part(w, &lo, &hi, flag_part);
+    ll128_part_bytes(lo, hi, p, n);
+    return true;
+  }
 };
 
 }  // namespace cclab

@@ -7,7 +7,12 @@
 //    on NVLink, PCIe and local memory), never cached in registers across a poll;
 //  - fence() is __threadfence_system(): it orders a block's data stores before lane 0's counter store
 //    for a peer GPU or the host (release), and the counter load before the data loads (acquire);
-//  - sync() / sync_or() are __syncthreads / __syncthreads_or, which also order memory within the block.
+//  - sync() / sync_or() are __syncthreads / __syncthreads_or, which also order memory within the block;
+//  - LL128 line groups (NCCL's prims_ll128.h): the 8 lanes of a group (lanes 8g .. 8g+7 of a warp) each
+//    store or load one 16-byte part of a line with one st/ld.volatile.v2.u64. A __syncwarp over the group
+//    before the store keeps its 8 lanes converged, so a warp's store instruction carries whole aligned
+//    128-byte lines, which NVLink delivers whole: a peer that sees the flag word sees the line. The
+//    group's vote is __any_sync over its 8 lanes (groups of a warp may loop different line counts).
 #pragma once
 
 #include <stdint.h>
@@ -30,6 +35,19 @@ struct DeviceBlock {
   }
   __device__ __forceinline__ void store(uint64_t* p, uint64_t v) const { *reinterpret_cast<volatile uint64_t*>(p) = v; }
   __device__ __forceinline__ void fence() const { __threadfence_system(); }
+  // The 8 lanes of this lane's LL128 line group, as a warp mask.
+  __device__ __forceinline__ unsigned group_mask() const { return 0xffu << (threadIdx.x & 24u); }
+  __device__ __forceinline__ bool group_any(bool v) const { return __any_sync(group_mask(), v ? 1 : 0) != 0; }
+  __device__ __forceinline__ void store_part(uint64_t* p, uint64_t lo, uint64_t hi, bool) const {
+    __syncwarp(group_mask());
+    asm volatile("st.volatile.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(lo), "l"(hi) : "memory");
+  }
+  __device__ __forceinline__ void load_part(const uint64_t* p, uint64_t* lo, uint64_t* hi, bool) const {
+    uint64_t a, b;
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(p) : "memory");
+    *lo = a;
+    *hi = b;
+  }
   __device__ __forceinline__ bool abort_requested() const { return abort_flag != nullptr && *abort_flag != 0; }
   __device__ __forceinline__ void pause() const {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700

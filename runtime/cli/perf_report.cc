@@ -139,8 +139,10 @@ std::string format_banner(const BannerInfo& b) {
 }
 
 std::string format_rank_line(const RankInfo& r) {
-  return printf_string("#  Rank %2d Group %2d Pid %6d on %10s device %2d [cclab host]\n", r.rank, r.group, r.pid,
-                       r.host.c_str(), r.device);
+  const std::string head = printf_string("#  Rank %2d Group %2d Pid %6d on %10s device %2d ", r.rank, r.group, r.pid,
+                                         r.host.c_str(), r.device);
+  if (r.bus_id.empty()) return head + "[cclab " + r.backend + "]\n";
+  return head + "[" + r.bus_id + "] " + r.device_name + " (cclab " + r.backend + ")\n";
 }
 
 std::string format_column_header() {

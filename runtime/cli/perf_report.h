@@ -86,9 +86,14 @@ struct RankInfo {
   int group = 0;
   int pid = 0;
   std::string host;
-  int device = 0;  // index of the rank among the ranks on its host
+  int device = 0;              // the rank's device; without devices, its index among the ranks on its host
+  std::string backend = "host";  // cclabBackendName
+  std::string bus_id;          // PCI bus id of a real device, empty otherwise
+  std::string device_name;     // cclabGetDeviceName's name
 };
-// "#  Rank  0 Group  0 Pid  12345 on       host device  0 [cclab host]"
+// nccl-tests' line, the backend shown:
+// "#  Rank  0 Group  0 Pid  12345 on       host device  0 [cclab host]"                      (no device)
+// "#  Rank  0 Group  0 Pid  12345 on       host device  0 [0000:07:00.0] NVIDIA H100 (cclab cuda)"
 std::string format_rank_line(const RankInfo& info);
 
 // "#" then the three column-header lines.

@@ -31,9 +31,13 @@ namespace {
 struct RankRecord {
   int32_t rank;
   int32_t pid;
-  char host[120];
+  int32_t device;   // the rank's device; -1 where the backend has none (host, sim)
+  int32_t backend;  // cclabBackend_t
+  char host[112];
+  char bus_id[16];  // cclabGetDeviceName's: "0000:07:00.0", or empty
+  char name[112];   // "NVIDIA H100 80GB HBM3", or "cclab host"
 };
-static_assert(sizeof(RankRecord) == 128, "RankRecord is exchanged as 128 raw bytes");
+static_assert(sizeof(RankRecord) == 256, "RankRecord is exchanged as 256 raw bytes");
 
 // One table of the benchmark: a datatype, an op and a root.
 struct Case {
@@ -128,6 +132,10 @@ class RankRunner {
   }
 
   void setup() {
+    // Rank r runs on device r % count, as nccl-tests' -g places its GPUs; the host and sim backends have
+    // no devices (count 0). ncclCommInitRank, streams and ncclMemAlloc then use the thread's device.
+    check(cclabGetDeviceCount(&ndev_), "cclabGetDeviceCount");
+    if (ndev_ > 0) check(cclabSetDevice(rank_ % ndev_), "cclabSetDevice");
     check(ncclCommInitRank(&comm_, nranks_, ctx_.id, rank_), "ncclCommInitRank");
     // The host backend's NULL stream is blocking (-z 1). On CUDA the NULL stream is neither blocking
     // nor this rank's own (ranks sharing a GPU would serialise on it and wait for each other forever),
@@ -157,6 +165,17 @@ class RankRunner {
     mine.rank = rank_;
     mine.pid = static_cast<int32_t>(getpid());
     gethostname(mine.host, sizeof(mine.host) - 1);
+    cclabBackend_t backend = cclabBackendHost;
+    check(cclabGetBackend(&backend), "cclabGetBackend");
+    mine.backend = static_cast<int32_t>(backend);
+    mine.device = -1;
+    int dev = 0;
+    if (ndev_ > 0) {
+      check(ncclCommCuDevice(comm_, &dev), "ncclCommCuDevice");
+      mine.device = dev;
+    }
+    check(cclabGetDeviceName(dev, mine.name, sizeof(mine.name), mine.bus_id, sizeof(mine.bus_id)),
+          "cclabGetDeviceName");
     auto* in = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
     auto* all_dev = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
     to_device(in, &mine, sizeof(mine));
@@ -186,8 +205,17 @@ class RankRunner {
         info.rank = all[r].rank;
         info.pid = all[r].pid;
         all[r].host[sizeof(all[r].host) - 1] = '\0';
+        all[r].bus_id[sizeof(all[r].bus_id) - 1] = '\0';
+        all[r].name[sizeof(all[r].name) - 1] = '\0';
         info.host = all[r].host;
-        for (int q = 0; q < r; ++q) info.device += std::strcmp(all[q].host, all[r].host) == 0;
+        info.backend = cclabBackendName(static_cast<cclabBackend_t>(all[r].backend));
+        info.bus_id = all[r].bus_id;
+        info.device_name = all[r].name;
+        if (all[r].device >= 0) {
+          info.device = all[r].device;
+        } else {  // no device: the rank's index among the ranks of its host
+          for (int q = 0; q < r; ++q) info.device += std::strcmp(all[q].host, all[r].host) == 0;
+        }
         text += format_rank_line(info);
       }
       print(text);
@@ -414,6 +442,7 @@ class RankRunner {
   const int nranks_;
   const bool printer_;
   ncclComm_t comm_ = nullptr;
+  int ndev_ = 0;            // cclabGetDeviceCount: 0 on the host and sim backends
   bool cuda_ = false;       // the CUDA backend: buffers are device memory, the NULL stream is not blocking
   bool sync_each_ = false;  // -z 1 on CUDA: synchronise stream_ after each benchmark collective
   cudaStream_t stream_ = nullptr;

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -803,6 +805,30 @@ extern "C" ncclResult_t cclabStreamDestroy(cudaStream_t s) {
 extern "C" ncclResult_t cclabSetDevice(int dev) {
   if (dev < 0) return report_error(ncclInvalidArgument, "cclabSetDevice: device %d is negative", dev);
   if (current_backend() == cclabBackendCuda) return cuda_set_device(dev);
+  return ncclSuccess;
+}
+extern "C" ncclResult_t cclabGetDeviceCount(int* count) {
+  if (!count) return report_error(ncclInvalidArgument, "cclabGetDeviceCount: count is NULL");
+  *count = 0;
+  if (current_backend() == cclabBackendCuda) return cuda_device_count(count);
+  return ncclSuccess;
+}
+extern "C" ncclResult_t cclabGetDeviceName(int dev, char* name, int name_len, char* bus_id, int bus_id_len) {
+  if (dev < 0) return report_error(ncclInvalidArgument, "cclabGetDeviceName: device %d is negative", dev);
+  if (name_len < 0 || bus_id_len < 0 || (name_len > 0 && !name) || (bus_id_len > 0 && !bus_id))
+    return report_error(ncclInvalidArgument, "cclabGetDeviceName: %s is NULL or its length (%d) is negative",
+                        (name_len < 0 || (name_len > 0 && !name)) ? "name" : "pciBusId",
+                        (name_len < 0 || (name_len > 0 && !name)) ? name_len : bus_id_len);
+  std::string n, b;
+  const cclabBackend_t backend = current_backend();
+  if (backend == cclabBackendCuda) {
+    const ncclResult_t r = cuda_device_name(dev, &n, &b);
+    if (r != ncclSuccess) return r;
+  } else {
+    n = std::string("cclab ") + cclabBackendName(backend);
+  }
+  if (name_len > 0) snprintf(name, static_cast<size_t>(name_len), "%s", n.c_str());
+  if (bus_id_len > 0) snprintf(bus_id, static_cast<size_t>(bus_id_len), "%s", b.c_str());
   return ncclSuccess;
 }
 extern "C" ncclResult_t cclabMemcpy(void* dst, const void* src, size_t bytes) {

@@ -686,6 +686,26 @@ ncclResult_t cuda_set_device(int dev) {
   return ncclSuccess;
 }
 
+ncclResult_t cuda_device_count(int* count) {
+  CUDA_TRY(cudaGetDeviceCount(count), nullptr);
+  return ncclSuccess;
+}
+
+ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_id) {
+  int count = 0;
+  CUDA_TRY(cudaGetDeviceCount(&count), nullptr);
+  if (dev >= count)
+    return report_error(ncclInvalidArgument, "cclabGetDeviceName: device %d does not exist (%d CUDA devices: 0..%d)",
+                        dev, count, count - 1);
+  cudaDeviceProp prop;
+  CUDA_TRY(cudaGetDeviceProperties(&prop, dev), nullptr);
+  char bus[32] = {};
+  CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof(bus), dev), nullptr);
+  *name = prop.name;
+  *pci_bus_id = bus;
+  return ncclSuccess;
+}
+
 ncclResult_t cuda_read(void* dst, const void* src, size_t bytes) {
   CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), nullptr);
   // From pageable host memory cudaMemcpy may return before the DMA has landed; cclabMemcpy promises a

@@ -54,5 +54,8 @@ enum class CudaStreamOp { kCreate, kSynchronize, kQuery, kDestroy };
 ncclResult_t cuda_stream(CudaStreamOp op, cudaStream_t* stream);
 ncclResult_t cuda_stream_wait(cudaStream_t waiter, cudaStream_t waitee);
 ncclResult_t cuda_set_device(int dev);
+// cclabGetDeviceCount / cclabGetDeviceName on the CUDA backend.
+ncclResult_t cuda_device_count(int* count);
+ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_id);
 
 }  // namespace cclab

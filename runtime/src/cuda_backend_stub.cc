@@ -36,5 +36,7 @@ ncclResult_t cuda_read(void*, const void*, size_t) { return absent("reading devi
 ncclResult_t cuda_stream(CudaStreamOp, cudaStream_t*) { return absent("CUDA streams"); }
 ncclResult_t cuda_stream_wait(cudaStream_t, cudaStream_t) { return absent("CUDA streams"); }
 ncclResult_t cuda_set_device(int) { return absent("cclabSetDevice"); }
+ncclResult_t cuda_device_count(int*) { return absent("cclabGetDeviceCount"); }
+ncclResult_t cuda_device_name(int, std::string*, std::string*) { return absent("cclabGetDeviceName"); }
 
 }  // namespace cclab

@@ -194,6 +194,14 @@ TEST(PerfReport, BannerRankLineAndFooter) {
   r.host = "node1";
   r.device = 1;
   EXPECT_EQ(format_rank_line(r), "#  Rank  3 Group  0 Pid  12345 on      node1 device  1 [cclab host]\n");
+  r.backend = "sim";
+  EXPECT_EQ(format_rank_line(r), "#  Rank  3 Group  0 Pid  12345 on      node1 device  1 [cclab sim]\n");
+  // A real device: nccl-tests' bus id and name, then the backend.
+  r.backend = "cuda";
+  r.bus_id = "0000:07:00.0";
+  r.device_name = "NVIDIA H100 80GB HBM3";
+  EXPECT_EQ(format_rank_line(r),
+            "#  Rank  3 Group  0 Pid  12345 on      node1 device  1 [0000:07:00.0] NVIDIA H100 80GB HBM3 (cclab cuda)\n");
 
   EXPECT_EQ(format_footer(0, 1.5, "all_reduce"),
             "# Out of bounds values : 0 OK\n"

@@ -147,6 +147,39 @@ TEST(ProtoLL, LL128RoundTrips) {
   }
 }
 
+// NCCL's line groups write a line as 8 parts of 16 bytes, the flag in the last part's second word:
+// for every payload length of a line, storing the 8 parts (each with its share of the payload) gives
+// ll128_pack's line byte for byte, and reading the parts back gives the payload.
+TEST(ProtoLL, LL128PartsMakeThePackedLine) {
+  EXPECT_EQ(kLL128Parts * kLL128PartBytes, kLL128LineBytes);
+  int payload = 0;
+  for (int p = 0; p < kLL128Parts; ++p) payload += ll128_part_payload(p);
+  EXPECT_EQ(payload, kLL128LinePayload);
+  const auto src = pattern(kLL128LinePayload, 9);
+  const uint64_t flag = ll128_flag(0x123456789ull);
+  for (size_t n = 0; n <= static_cast<size_t>(kLL128LinePayload); ++n) {
+    LL128Line packed{};  // n == 0: every part empty, zeros and the flag
+    packed.v[kLL128LineElems - 1] = flag;
+    if (n > 0) {
+      ASSERT_EQ(ll128_pack(src.data(), n, &packed, flag), 1u);
+    }
+    LL128Line parts;
+    std::memset(&parts, 0xcd, sizeof(parts));
+    unsigned char back[kLL128LinePayload] = {};
+    for (int p = 0; p < kLL128Parts; ++p) {
+      const size_t first = static_cast<size_t>(p) * kLL128PartBytes;
+      const size_t k = n <= first ? 0 : (n - first < static_cast<size_t>(ll128_part_payload(p))
+                                             ? n - first
+                                             : static_cast<size_t>(ll128_part_payload(p)));
+      ll128_make_part(src.data() + first, k, p, flag, &parts.v[2 * p], &parts.v[2 * p + 1]);
+      ll128_part_bytes(parts.v[2 * p], parts.v[2 * p + 1], back + first, k);
+    }
+    EXPECT_EQ(0, std::memcmp(&packed, &parts, sizeof(parts))) << n << " payload bytes";
+    EXPECT_EQ(0, std::memcmp(back, src.data(), n)) << n << " payload bytes";
+    EXPECT_EQ(parts.v[kLL128LineElems - 1], flag);
+  }
+}
+
 // The protocols' line operations through a minimal executor (plain loads and stores).
 struct PlainExec {
   uint64_t load_u64(const uint64_t* p) const { return *p; }

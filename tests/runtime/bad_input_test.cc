@@ -268,4 +268,55 @@ TEST(Errors, Version) {
   EXPECT_BAD(ncclGetVersion(nullptr), ncclInvalidArgument, "version");
 }
 
+// cclabGetDeviceCount / cclabGetDeviceName: the host backend has no devices to choose (0), names its
+// "device" "cclab host" with no bus id; bad arguments are errors naming the argument.
+TEST(Devices, HostBackendReportsNoDevices) {
+  cclabBackend_t b = cclabBackendCuda;
+  NCCL_OK(cclabGetBackend(&b));
+  ASSERT_EQ(b, cclabBackendHost) << "ctest pins CCLAB_BACKEND=host";
+  int n = -1;
+  NCCL_OK(cclabGetDeviceCount(&n));
+  EXPECT_EQ(n, 0);
+  char name[32], bus[16];
+  std::memset(bus, 'x', sizeof(bus));
+  NCCL_OK(cclabGetDeviceName(3, name, sizeof(name), bus, sizeof(bus)));
+  EXPECT_STREQ(name, "cclab host");
+  EXPECT_STREQ(bus, "");
+  char tiny[6];
+  NCCL_OK(cclabGetDeviceName(0, tiny, sizeof(tiny), nullptr, 0));
+  EXPECT_STREQ(tiny, "cclab") << "cut to fit, NUL-terminated";
+  NCCL_OK(cclabSetDevice(7));  // nothing to choose: accepted and ignored
+  EXPECT_BAD(cclabGetDeviceCount(nullptr), ncclInvalidArgument, "cclabGetDeviceCount", "count");
+  EXPECT_BAD(cclabGetDeviceName(-1, name, sizeof(name), bus, sizeof(bus)), ncclInvalidArgument, "device -1");
+  EXPECT_BAD(cclabGetDeviceName(0, nullptr, 8, bus, sizeof(bus)), ncclInvalidArgument, "name");
+  EXPECT_BAD(cclabGetDeviceName(0, name, sizeof(name), nullptr, 4), ncclInvalidArgument, "pciBusId");
+  EXPECT_BAD(cclabGetDeviceName(0, name, -2, bus, sizeof(bus)), ncclInvalidArgument, "name", "-2");
+  EXPECT_BAD(cclabSetDevice(-1), ncclInvalidArgument, "device -1");
+}
+
+// The CUDA backend reports the machine's GPUs; where it cannot run (no GPU, as in CI, or built without
+// CUDA) asking for it is an error that says why, and the host backend's answers stand.
+TEST(Devices, CudaBackendCountsTheGpusOrSaysWhyNot) {
+  const ncclResult_t r = cclabSetBackend(cclabBackendCuda);
+  int n = -1;
+  char name[128] = {}, bus[32] = {};
+  if (r == ncclSuccess) {
+    NCCL_OK(cclabGetDeviceCount(&n));
+    EXPECT_GE(n, 1);
+    NCCL_OK(cclabGetDeviceName(0, name, sizeof(name), bus, sizeof(bus)));
+    EXPECT_STRNE(name, "");
+    EXPECT_EQ(std::strlen(bus), 12u) << bus << ": a PCI bus id is dddd:bb:dd.f";
+    EXPECT_BAD(cclabGetDeviceName(n, name, sizeof(name), bus, sizeof(bus)), ncclInvalidArgument, "does not exist");
+  } else {
+    EXPECT_EQ(r, ncclInvalidArgument);
+    const std::string why = ncclGetLastError(nullptr);
+    EXPECT_NE(why.find("CUDA backend cannot run here"), std::string::npos) << why;
+    NCCL_OK(cclabGetDeviceCount(&n));
+    EXPECT_EQ(n, 0);
+  }
+  NCCL_OK(cclabSetBackend(cclabBackendHost));
+  NCCL_OK(cclabGetDeviceCount(&n));
+  EXPECT_EQ(n, 0);
+}
+
 }  // namespace

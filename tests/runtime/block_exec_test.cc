@@ -32,8 +32,34 @@ namespace {
 
 // ---- a thread block played by host threads ---------------------------------------------------------
 
+// The vote of one LL128 line group (8 lanes, as a warp's __any_sync over them): a generation barrier
+// on atomics, spinning with yield (a group votes once per line, too often for a condition variable).
+// The last lane to arrive publishes the result with release; the others acquire it, so everything a
+// lane did before the vote happens before what any lane of the group does after it.
+struct EmuGroup {
+  std::atomic<int> arrived{0};
+  std::atomic<int> votes{0};
+  std::atomic<uint64_t> gen{0};
+  bool result = false;
+
+  bool any(bool v) {
+    const uint64_t g = gen.load(std::memory_order_acquire);
+    if (v) votes.fetch_add(1, std::memory_order_relaxed);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) == kLL128Parts - 1) {
+      result = votes.load(std::memory_order_relaxed) != 0;
+      votes.store(0, std::memory_order_relaxed);
+      arrived.store(0, std::memory_order_relaxed);
+      gen.store(g + 1, std::memory_order_release);
+      return result;
+    }
+    while (gen.load(std::memory_order_acquire) == g) std::this_thread::yield();
+    return result;  // not rewritten before this lane arrives at the group's next vote
+  }
+};
+
 struct EmuShared {
-  explicit EmuShared(int n, const std::atomic<int>* abort) : lanes(n), abort_flag(abort) {}
+  explicit EmuShared(int n, const std::atomic<int>* abort)
+      : lanes(n), groups(static_cast<size_t>(n / kLL128Parts)), abort_flag(abort) {}
   std::mutex m;
   std::condition_variable cv;
   int lanes;
@@ -41,6 +67,7 @@ struct EmuShared {
   uint64_t gen = 0;
   bool vote = false;
   bool result = false;
+  std::vector<EmuGroup> groups;  // the whole 8-lane groups of the block
   const std::atomic<int>* abort_flag;
 };
 
@@ -68,6 +95,25 @@ class EmuBlock {
   uint64_t load(const uint64_t* p) const { return __atomic_load_n(p, __ATOMIC_RELAXED); }
   void store(uint64_t* p, uint64_t v) const { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
   void fence() const { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+  // LL128 line groups. A GPU's warp writes the 8 parts of a line in one instruction; host lanes store
+  // theirs apart, so the group meets at a barrier before the flag part is stored with release: a
+  // receiver that acquires the flag and then votes sees all 8 parts (BlockExec's contract).
+  bool group_any(bool v) { return s_->groups[static_cast<size_t>(tid_ / kLL128Parts)].any(v); }
+  void store_part(uint64_t* p, uint64_t lo, uint64_t hi, bool flag_part) {
+    if (!flag_part) {
+      __atomic_store_n(&p[0], lo, __ATOMIC_RELAXED);
+      __atomic_store_n(&p[1], hi, __ATOMIC_RELAXED);
+    }
+    (void)group_any(false);
+    if (flag_part) {
+      __atomic_store_n(&p[0], lo, __ATOMIC_RELAXED);
+      __atomic_store_n(&p[1], hi, __ATOMIC_RELEASE);
+    }
+  }
+  void load_part(const uint64_t* p, uint64_t* lo, uint64_t* hi, bool flag_part) const {
+    *hi = __atomic_load_n(&p[1], flag_part ? __ATOMIC_ACQUIRE : __ATOMIC_RELAXED);
+    *lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
+  }
   bool abort_requested() const { return s_->abort_flag != nullptr && s_->abort_flag->load() != 0; }
   void pause() const { std::this_thread::yield(); }
   double now_us() const {
@@ -105,6 +151,16 @@ class Mesh {
   // a's end of a -> b, and b's end of it.
   ConnInfo* send(int ch, int a, int b) { return a < 0 || b < 0 ? nullptr : &send_.at({ch, a, b}); }
   ConnInfo* recv(int ch, int a, int b) { return a < 0 || b < 0 ? nullptr : &recv_.at({ch, a, b}); }
+  // Every FIFO's slots (not the headers, whose doorbells only the host executor rings), in a fixed order:
+  // what went over the wire, last step of each slot.
+  std::vector<unsigned char> wire() const {
+    std::vector<unsigned char> out;
+    for (const auto& kv : recv_) {
+      const unsigned char* b = reinterpret_cast<const unsigned char*>(kv.second.buff);
+      out.insert(out.end(), b, b + static_cast<size_t>(kv.second.step_bytes) * kNcclSteps);
+    }
+    return out;
+  }
 
  private:
   int n_, nch_;
@@ -169,9 +225,10 @@ TreeLinks tree_of(const Case& c, int ch, int r) {
 
 // Runs `ops` operations of case c on fresh connections, with the host executor (lanes == 0) or the
 // block executor; out[r] holds rank r's output after each op in turn.
+// `wire`, if given, receives every FIFO's slots at the end (Mesh::wire).
 template <typename T>
 std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in, std::vector<std::vector<T>>* out,
-                int ops) {
+                int ops, std::vector<unsigned char>* wire = nullptr) {
   Mesh mesh(c.nranks, c.nch, buff_bytes_of(c.proto), step_bytes_of(c.proto));
   std::vector<std::string> err(static_cast<size_t>(c.nranks) * c.nch);
   std::atomic<int> abort_flag{0};
@@ -232,6 +289,7 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
     for (auto& e : err)
       if (!e.empty()) return e;
   }
+  if (wire != nullptr) *wire = mesh.wire();
   return "";
 }
 
@@ -271,7 +329,9 @@ std::string describe(const Case& c, const char* type) {
          std::to_string(c.lanes);
 }
 
-// The block executor's bytes equal the host executor's, over two operations on the same connections.
+// The block executor's bytes equal the host executor's, over two operations on the same connections:
+// the outputs, and what each wrote into the FIFOs (the wire format, LL128 lines stored part by part
+// by 8-lane groups included).
 template <typename T>
 void expect_same(const Case& c, const char* type, uint32_t seed) {
   SCOPED_TRACE(describe(c, type));
@@ -282,10 +342,13 @@ void expect_same(const Case& c, const char* type, uint32_t seed) {
     std::memset(host[r].data(), 0x5a, host[r].size() * sizeof(T));
     std::memset(block[r].data(), 0x5a, block[r].size() * sizeof(T));
   }
-  ASSERT_EQ(run<T>(c, 0, in, &host, 2), "");
-  ASSERT_EQ(run<T>(c, c.lanes, in, &block, 2), "");
+  std::vector<unsigned char> host_wire, block_wire;
+  ASSERT_EQ(run<T>(c, 0, in, &host, 2, &host_wire), "");
+  ASSERT_EQ(run<T>(c, c.lanes, in, &block, 2, &block_wire), "");
   for (int r = 0; r < c.nranks; ++r)
     ASSERT_EQ(std::memcmp(host[r].data(), block[r].data(), host[r].size() * sizeof(T)), 0) << "rank " << r;
+  ASSERT_EQ(host_wire.size(), block_wire.size());
+  ASSERT_TRUE(host_wire == block_wire) << "the FIFOs differ: the wire bytes are not the host executor's";
 }
 
 const RedOpArg kSum{RedOpKind::kSum, 0, 1};
@@ -338,6 +401,77 @@ TEST(BlockExecTree, AllReduceMatchesTheHostExecutor) {
     }
 }
 
+// LL128 as NCCL moves it: 8 consecutive lanes write and read each 128-byte line, 16 bytes each. Every
+// collective, with lane counts that are whole groups (8, 16) and not (12: one group and 4 lanes without
+// line work; 3: no whole group, so a line per lane as on the host), and element sizes 1 to 8 bytes
+// (a part holds 16 int8, the flag part 8; a double's flag part holds one).
+TEST(BlockExecLL128, LineGroupsMatchTheHostExecutor) {
+  uint32_t seed = 500;
+  for (int lanes : {8, 16, 12, 3})
+    for (CollKind coll : kColls) {
+      expect_same<float>({coll, kProtoLL128, false, 3, 2, 6151, kSum, lanes}, "float", seed++);
+      expect_same<int8_t>({coll, kProtoLL128, false, 2, 1, 1003, kSum, lanes}, "int8", seed++);
+      expect_same<half_t>({coll, kProtoLL128, false, 4, 1, 77, kAvg, lanes}, "half", seed++);
+      expect_same<double>({coll, kProtoLL128, false, 2, 1, 1, kMax, lanes}, "double", seed++);
+    }
+  for (int lanes : {8, 12}) {
+    expect_same<float>({CollKind::kAllReduce, kProtoLL128, true, 6, 2, 20000, kSum, lanes}, "float", seed++);
+    expect_same<bfloat16_t>({CollKind::kAllReduce, kProtoLL128, true, 4, 2, 999, kAvg, lanes}, "bf16", seed++);
+  }
+}
+
+// A line group takes a line only once its flag part carries the step's flag, whatever its other parts
+// already hold, and then has all of it. The test plays the sender: it stores every line's 15 data
+// words, then the flags one line at a time.
+TEST(BlockExecLL128, AGroupWaitsForEachLinesFlag) {
+  for (int lanes : {8, 12}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    Mesh mesh(2, 1, buff_bytes_of(kProtoLL128), step_bytes_of(kProtoLL128));
+    ConnInfo* rc = mesh.recv(0, 0, 1);
+    constexpr size_t kLines = 3, kN = kLines * kLL128LinePayload / sizeof(float);
+    std::vector<float> data(kN), out(kN, -1.0f);
+    for (size_t i = 0; i < kN; ++i) data[i] = 0.5f + static_cast<float>(i);
+    LL128Line lines[kLines];
+    ASSERT_EQ(ll128_pack(data.data(), kN * sizeof(float), lines, ll128_flag(0)), kLines);
+    auto* slot = reinterpret_cast<LL128Line*>(rc->slot(0));
+    for (size_t l = 0; l < kLines; ++l)
+      for (int w = 0; w < kLL128DataElems; ++w) __atomic_store_n(&slot[l].v[w], lines[l].v[w], __ATOMIC_RELAXED);
+    std::atomic<int> abort_flag{0};
+    EmuShared shared(lanes, &abort_flag);
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int l = 0; l < lanes; ++l)
+      threads.emplace_back([&, l] {
+        EmuBlock b(&shared, l);
+        BlockExec<EmuBlock> ex(b, BlockExecConfig{});
+        const RedOp<float> op(kSum);
+        ConnInfo conn = *rc;  // each lane steps its own copy, as run_block does
+        Primitives<float, ProtoLL128, BlockExec<EmuBlock>> p(ex, op, &conn, nullptr, nullptr, out.data(), 1, 0,
+                                                             CollKind::kBroadcast, 1);
+        p.recv(0, kN);
+        EXPECT_TRUE(ex.finish(!p.aborted()));
+        EXPECT_EQ(conn.step, 1u);
+        ++done;
+      });
+    const auto flag_line = [&](size_t l) {
+      __atomic_store_n(&slot[l].v[kLL128LineElems - 1], ll128_flag(0), __ATOMIC_RELEASE);
+    };
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(done.load(), 0) << "no line carries its flag yet";
+    flag_line(0);
+    flag_line(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(done.load(), 0) << "the last line has no flag yet";
+    EXPECT_EQ(std::memcmp(out.data(), data.data(), 2 * kN / kLines * sizeof(float)), 0) << "lines 0 and 1";
+    for (size_t i = 2 * kN / kLines; i < kN; ++i)  // every part of it, not only the flag lane's
+      ASSERT_EQ(out[i], -1.0f) << "element " << i << " of line 2 was read before the line's flag";
+    flag_line(2);
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(std::memcmp(out.data(), data.data(), kN * sizeof(float)), 0);
+    EXPECT_EQ(rc->hdr->head.value, 1u) << "the receiver frees the slot once it has read the step";
+  }
+}
+
 // Integers reduce exactly in any order: the block executor's all_reduce is the fold of the inputs.
 TEST(BlockExec, IntegerAllReduceIsTheExactSum) {
   for (int proto : {kProtoSimple, kProtoLL, kProtoLL128}) {
@@ -379,10 +513,12 @@ TEST(BlockExec, ReduceCopyLanesEqualsTheSerialLoop) {
 // The abort flag stops a block stuck waiting for a peer that never comes; every lane returns, and
 // the status names the rank, channel, peer and step.
 TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
-  for (int proto : {kProtoSimple, kProtoLL}) {
+  for (int proto : {kProtoSimple, kProtoLL, kProtoLL128}) {
+    SCOPED_TRACE(proto);
+    const int nlanes = proto == kProtoLL128 ? 8 : 4;  // LL128: one line group
     Mesh mesh(2, 1, buff_bytes_of(proto), step_bytes_of(proto));
     std::vector<float> in(4096, 1.0f), out(4096, 0.0f);
-    const Case c{CollKind::kAllReduce, proto, false, 2, 1, in.size(), kSum, 4};
+    const Case c{CollKind::kAllReduce, proto, false, 2, 1, in.size(), kSum, nlanes};
     const std::vector<int> ring = ring_of(2, 0, 0);
     BlockWork bw{};
     bw.kind = kBlockRing;
@@ -394,10 +530,10 @@ TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
     bw.status = &status;
     bw.stuck_spins = 2048;
     std::atomic<int> abort_flag{0};
-    EmuShared shared(4, &abort_flag);
+    EmuShared shared(nlanes, &abort_flag);
     std::atomic<int> returned{0};
     std::vector<std::thread> lanes;
-    for (int l = 0; l < 4; ++l)
+    for (int l = 0; l < nlanes; ++l)
       lanes.emplace_back([&, l] {
         EmuBlock b(&shared, l);
         EXPECT_FALSE(run_block<float>(b, bw));
@@ -405,11 +541,15 @@ TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
       });
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_EQ(returned.load(), 0) << "rank 0 cannot finish without rank 1";
+    if (proto != kProtoLL) {  // LL's lane 0 may be past its lines; Simple's lane 0 and LL128's group wait
+      EXPECT_EQ(status.state, kBlockWaiting) << "a long wait reports itself";
+      EXPECT_EQ(status.for_data, 1);
+    }
     abort_flag = 1;
     for (auto& t : lanes) t.join();
-    EXPECT_EQ(returned.load(), 4);
+    EXPECT_EQ(returned.load(), nlanes);
     EXPECT_EQ(status.state, kBlockAborted);
-    if (proto == kProtoSimple) {
+    if (proto != kProtoLL) {
       // Rank 0 sent its first slices and waits for rank 1's data on channel 0.
       EXPECT_EQ(status.rank, 0);
       EXPECT_EQ(status.channel, 0);

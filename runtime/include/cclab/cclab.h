@@ -61,6 +61,18 @@ ncclResult_t cclabStreamDestroy(cudaStream_t stream);
  * backend; nothing on the host and sim backends, whose ranks are numbered by rank). */
 ncclResult_t cclabSetDevice(int dev);
 
+/* How many devices cclabSetDevice can choose from: cudaGetDeviceCount on the CUDA backend. The host and
+ * sim backends have none to choose (a rank is a CPU thread or a simulated GPU, numbered by rank) and
+ * report 0. A program that places rank r on device r % count when count > 0, as `cclab perf -g N` does,
+ * therefore runs unchanged on every backend. */
+ncclResult_t cclabGetDeviceCount(int* count);
+
+/* What device `dev` is, for reports: on the CUDA backend its name ("NVIDIA H100 80GB HBM3") and PCI bus
+ * id ("0000:07:00.0", as cudaDeviceGetPCIBusId); on the host and sim backends the name is "cclab host" or
+ * "cclab sim" and the bus id is empty, for any dev >= 0. Each string is cut to fit its buffer (lengths
+ * in bytes, the terminating NUL included); a buffer may be NULL when its length is 0. */
+ncclResult_t cclabGetDeviceName(int dev, char* name, int nameLen, char* pciBusId, int pciBusIdLen);
+
 /* Work queued on `waiter` after this call starts once everything queued on `waitee` before it has
  * completed (cudaEventRecord on waitee + cudaStreamWaitEvent on waiter). */
 ncclResult_t cclabStreamWaitStream(cudaStream_t waiter, cudaStream_t waitee);
