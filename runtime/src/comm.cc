@@ -204,6 +204,13 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
     if (en.algo_from_env[c]) p->from_env |= 1u << c;
     if (en.proto_from_env[c]) p->from_env |= 1u << (8 + c);
   }
+  // On GPUs, LL128 only where its 128-byte lines arrive whole (cuda_backend.h); ranks AND their masks,
+  // so one rank that cannot use it takes it off for all.
+  std::string why;
+  if (comm->cuda && !cuda_ll128_safe(&why)) {
+    for (int c = 0; c < kNumColls; ++c) p->proto_mask &= ~(1u << (c * kNumProtos + kProtoLL128));
+    CCLAB_INFO(kLogInit | kLogTuning, "LL128 disabled on the CUDA backend: %s", why.c_str());
+  }
   const std::string topo = param_str("CCLAB_TOPO", nullptr) + "|" + param_str("NCCL_TOPO_FILE", nullptr) + "|" +
                            param_str("NCCL_GRAPH_FILE", nullptr);
   p->topo_hash = fnv1a(topo.data(), topo.size());

@@ -686,6 +686,29 @@ ncclResult_t cuda_set_device(int dev) {
   return ncclSuccess;
 }
 
+bool cuda_ll128_safe(std::string* why) {
+  if (param_int("NCCL_P2P_DISABLE", 0)) {
+    *why = "NCCL_P2P_DISABLE=1 puts the FIFOs in host memory";
+    return false;
+  }
+  if (!param_str("NCCL_P2P_LEVEL", nullptr).empty()) {
+    *why = "NCCL_P2P_LEVEL may put FIFOs in host memory";
+    return false;
+  }
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      int can = 0;
+      if (a != b && (cudaDeviceCanAccessPeer(&can, a, b) != cudaSuccess || can == 0)) {
+        *why = "GPU " + std::to_string(a) + " has no peer access to GPU " + std::to_string(b) +
+               " (their FIFOs would be in host memory)";
+        return false;
+      }
+    }
+  return true;
+}
+
 ncclResult_t cuda_device_count(int* count) {
   CUDA_TRY(cudaGetDeviceCount(count), nullptr);
   return ncclSuccess;

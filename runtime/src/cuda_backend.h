@@ -56,6 +56,11 @@ ncclResult_t cuda_stream_wait(cudaStream_t waiter, cudaStream_t waitee);
 ncclResult_t cuda_set_device(int dev);
 // cclabGetDeviceCount / cclabGetDeviceName on the CUDA backend.
 ncclResult_t cuda_device_count(int* count);
+// Whether LL128's lines can reach every peer whole: NCCL's LL128 relies on a 128-byte store arriving as
+// one piece over NVLink, which holds for device memory reached by peer access but not for a FIFO in host
+// memory (NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, GPU pairs without peer access: the SHM fallback). False with
+// *why; the communicator then leaves LL128 out of the protocols every rank agrees on.
+bool cuda_ll128_safe(std::string* why);
 ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_id);
 
 }  // namespace cclab

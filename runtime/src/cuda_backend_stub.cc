@@ -37,6 +37,7 @@ ncclResult_t cuda_stream(CudaStreamOp, cudaStream_t*) { return absent("CUDA stre
 ncclResult_t cuda_stream_wait(cudaStream_t, cudaStream_t) { return absent("CUDA streams"); }
 ncclResult_t cuda_set_device(int) { return absent("cclabSetDevice"); }
 ncclResult_t cuda_device_count(int*) { return absent("cclabGetDeviceCount"); }
+bool cuda_ll128_safe(std::string*) { return true; }  // never asked: no communicator runs on CUDA here
 ncclResult_t cuda_device_name(int, std::string*, std::string*) { return absent("cclabGetDeviceName"); }
 
 }  // namespace cclab
