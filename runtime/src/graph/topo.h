@@ -257,10 +257,18 @@ bool read_topology_xml_string(const std::string& text, const std::string& name_f
 bool write_topology_xml(const Topology& topo, const std::string& path, std::string* error);
 std::string topology_xml_string(const Topology& topo);
 
+// PCI bus ids as NCCL writes them ("0000:18:00.0" from the packed int64 0x18000) and reads them
+// ("dddd:bb:dd.f", a domain of 1 to 8 hex digits, any case); parse_pci_busid is false when malformed.
+std::string pci_busid_string(int64_t busid);
+bool parse_pci_busid(const char* text, int64_t* out);
+
 // `s` as XML attribute or text content: & < > " ' as entities.
 std::string xml_escape(const std::string& s);
 
 // Writes `text` to `path` (created or truncated); false with *error = "PATH: what went wrong".
 bool write_text_file(const std::string& path, const std::string& text, std::string* error);
+// Reads the whole of `path` into *text; false with *error = "PATH: cannot open: No such file or
+// directory" (or "PATH: read error").
+bool read_text_file(const std::string& path, std::string* text, std::string* error);
 
 }  // namespace cclab
