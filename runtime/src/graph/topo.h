@@ -14,8 +14,9 @@
 // link types LOC=0 NVL=1 C2C=3 PCI=4 SYS=9 NET=10 and path types LOC=0 ... DIS=11 (NCCL 2.28.9,
 // src/graph/topo.h), so logs and dumps compare with NCCL's line by line.
 //
-// Sources of a Topology: presets (topo_presets.cc), NCCL's topology XML (topo_xml.cc), and the plain
-// virtual machine the host backend uses when nothing else is asked for (make_virtual_topology).
+// Sources of a Topology: presets (topo_presets.cc), NCCL's topology XML (topo_xml.cc), the machine
+// cclab runs on (detect.h, which writes that XML from sysfs and NVML), and the plain virtual machine
+// the host backend uses when nothing else is asked for (make_virtual_topology).
 //
 // Units everywhere: bandwidth in GB/s (1e9 bytes/s) per direction, latency in microseconds.
 #pragma once
