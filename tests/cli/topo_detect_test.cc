@@ -4,6 +4,7 @@
 // GPU, and on bad roots. NVML is whatever this machine has (none here): the fake GPUs are then PCIe
 // only, and the report says why.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -117,6 +118,16 @@ TEST(TopoDetectCli, FakeDgxH100) {
   r = run("tune --detect --sysfs " + fs.root() + " all_reduce -b 1M -e 1M");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(contains(r.out, "on detected (8 GPUs")) << r.out;
+}
+
+// This machine's own /sys, GPUs or not: the detection section comes first and the tool succeeds (a
+// machine without GPU says so; one with GPUs goes on to the model).
+TEST(TopoDetectCli, ThisMachine) {
+  if (access("/sys/devices", R_OK) != 0) GTEST_SKIP() << "no readable /sys/devices here";
+  const RunResult r = run("topo --detect", "CCLAB_SYSFS_ROOT=");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("## Detected (sysfs root /sys; NVML: ", 0), 0u) << r.out;
+  EXPECT_TRUE(contains(r.out, "no GPU found") || contains(r.out, "## Model")) << r.out;
 }
 
 TEST(TopoDetectCli, NoGpuAndBadRoots) {
