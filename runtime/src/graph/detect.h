@@ -15,7 +15,7 @@
 //   <device>/class vendor device subsystem_vendor subsystem_device max_link_speed max_link_width numa_node
 //   class/infiniband/<dev>/device     the HCA's PCI function; ports/<p>/{state,rate,link_layer}
 //   class/net/<if>/{device,speed,operstate}   Ethernet NICs, used only when no InfiniBand/RoCE port is up
-//   devices/system/node/node<N>/cpumap (or cpulist)   a CPU's affinity
+//   devices/system/node/node<N>/cpumap, cpulist       a CPU's affinity (and its CPUs, for the summary)
 //   module/nvidia_peermem, module/nv_peer_mem          GPUDirect RDMA available (NET gdr="1")
 //   cpuinfo (under the root; /proc/cpuinfo when the root is /sys)   CPU vendor, family, model, arch
 // NVLink comes from NVML (libnvidia-ml.so.1, loaded with dlopen at run time; NvmlApi below).
