@@ -62,13 +62,20 @@ double parse_positive_double(const std::string& text, const std::string& flag) {
 }
 
 // ---- model -------------------------------------------------------------------------------------------
-bool build_topology(const TopoSource& source, Topology* out, std::string* error) {
+namespace {
+std::string source_sysfs_root(const TopoSource& source) {
+  return source.sysfs_root.empty() ? detect_sysfs_root() : source.sysfs_root;
+}
+}  // namespace
+
+bool build_topology(const TopoSource& source, Topology* out, std::string* error, DetectResult* detected) {
   const bool has_preset = !source.preset_spec.empty();
   const bool has_xml = !source.xml_path.empty();
-  if (has_preset == has_xml) {
-    *error = has_preset ? "give either --topo or --xml, not both"
-                        : "no topology: give --topo PRESET[:MACHINES] (one of " + join_names(preset_names()) +
-                              ") or --xml FILE";
+  const int sources = (has_preset ? 1 : 0) + (has_xml ? 1 : 0) + (source.detect ? 1 : 0);
+  if (sources != 1) {
+    *error = sources > 1 ? "give one of --topo, --xml and --detect, not several"
+                         : "no topology: give --topo PRESET[:MACHINES] (one of " + join_names(preset_names()) +
+                               "), --xml FILE or --detect";
     return false;
   }
   FabricSpec fabric;
@@ -94,16 +101,25 @@ bool build_topology(const TopoSource& source, Topology* out, std::string* error)
   }
 
   Topology topo;
-  if (!read_topology_xml(source.xml_path, &topo, error)) return false;
+  std::string what = source.xml_path;
+  if (source.detect) {
+    DetectOptions options;
+    options.sysfs_root = source_sysfs_root(source);
+    DetectResult local;
+    if (!detect_topology(options, &topo, detected != nullptr ? detected : &local, error)) return false;
+    what = "the detected topology";
+  } else if (!read_topology_xml(source.xml_path, &topo, error)) {
+    return false;
+  }
   if (topo.machines > 1) {
     // The file describes its own fabric (<fabric machines=...>); --nodes may only repeat it.
     if (source.nodes > 0 && source.nodes != topo.machines) {
-      *error = source.xml_path + " already describes " + std::to_string(topo.machines) + " machines; --nodes " +
+      *error = what + " already describes " + std::to_string(topo.machines) + " machines; --nodes " +
                std::to_string(source.nodes) + " disagrees";
       return false;
     }
     if (source.oversubscription > 0) {
-      *error = source.xml_path + " already describes its fabric; --oversubscription applies to --nodes only";
+      *error = what + " already describes its fabric; --oversubscription applies to --nodes only";
       return false;
     }
   } else if (source.nodes > 1) {
@@ -111,7 +127,7 @@ bool build_topology(const TopoSource& source, Topology* out, std::string* error)
   }
   std::string why;
   if (!topo.validate(&why)) {
-    *error = source.xml_path + ": " + why;
+    *error = what + ": " + why;
     return false;
   }
   *out = std::move(topo);
@@ -207,6 +223,17 @@ std::string format_preset_list() {
   return out;
 }
 
+std::string format_detect_report(const DetectResult& detected, const std::string& sysfs_root) {
+  std::string out = "## Detected (sysfs root " + sysfs_root + "; NVML: " + detected.nvml + ")\n";
+  out += detected.summary;
+  for (const std::string& w : detected.warnings) out += "warning: " + w + "\n";
+  for (const std::string& n : detected.notes) out += "note: " + n + "\n";
+  if (detected.gpu_busids.empty()) {
+    out += "No GPU found, so there is no model to show: the CPUs and NICs above are what was found.\n";
+  }
+  return out;
+}
+
 std::string format_topo_report(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree) {
   const int gpm = topo.gpus_per_machine();
   std::string out;
@@ -232,7 +259,7 @@ std::string format_topo_report(const Topology& topo, const TopoGraph& ring, cons
 
 // ---- flags -------------------------------------------------------------------------------------------
 std::string topo_usage() {
-  return "usage: cclab topo (--topo PRESET[:MACHINES] | --xml FILE) [flags]\n"
+  return "usage: cclab topo (--topo PRESET[:MACHINES] | --xml FILE | --detect [--sysfs ROOT]) [flags]\n"
          "       cclab topo --list\n"
          "\n"
          "Prints a topology model (nodes and links), the GPU and NET path matrices of machine 0, and the\n"
@@ -244,6 +271,8 @@ std::string topo_usage() {
          "\n"
          "  --topo PRESET[:MACHINES]   a built-in machine, replicated onto MACHINES machines (default 1)\n"
          "  --xml FILE                 NCCL's topology XML (NCCL_TOPO_FILE format)\n"
+         "  --detect                   this machine: its PCIe tree, CPUs and NICs from sysfs, NVLinks from NVML\n"
+         "  --sysfs ROOT               with --detect: read ROOT instead of /sys (default: $CCLAB_SYSFS_ROOT)\n"
          "  --nodes N                  machines joined by a rail-optimised fat tree (default: MACHINES or 1)\n"
          "  --oversubscription X       leaf switch down/up bandwidth ratio of that fabric (default 1)\n"
          "  --dump-xml FILE            also write the model as topology XML (what NCCL_TOPO_DUMP_FILE writes)\n"
@@ -266,6 +295,8 @@ TopoCmdParse parse_topo_cmd(const std::vector<std::string>& args) {
   app.add_flag("--list", list);
   app.add_option("--topo", o.source.preset_spec);
   app.add_option("--xml", o.source.xml_path);
+  app.add_flag("--detect", o.source.detect);
+  app.add_option("--sysfs", o.source.sysfs_root);
   app.add_option("--nodes", nodes);
   app.add_option("--oversubscription", oversub);
   app.add_option("--dump-xml", o.dump_xml);
@@ -290,9 +321,13 @@ TopoCmdParse parse_topo_cmd(const std::vector<std::string>& args) {
     return result;
   }
   o.list = list;
-  if (!list && o.source.preset_spec.empty() && o.source.xml_path.empty()) {
-    result.message =
-        "cclab topo: give --topo PRESET[:MACHINES] (one of " + join_names(preset_names()) + "), --xml FILE or --list";
+  if (!o.source.sysfs_root.empty() && !o.source.detect) {
+    result.message = "cclab topo: --sysfs goes with --detect";
+    return result;
+  }
+  if (!list && o.source.preset_spec.empty() && o.source.xml_path.empty() && !o.source.detect) {
+    result.message = "cclab topo: give --topo PRESET[:MACHINES] (one of " + join_names(preset_names()) +
+                     "), --xml FILE, --detect or --list";
     return result;
   }
   result.ok = true;
@@ -310,13 +345,21 @@ int topo_main(const std::vector<std::string>& args) {
     return kToolExitOk;
   }
   const TopoCmdOptions& o = parsed.options;
-  if (o.list && o.source.preset_spec.empty() && o.source.xml_path.empty()) {
+  if (o.list && o.source.preset_spec.empty() && o.source.xml_path.empty() && !o.source.detect) {
     std::fputs(format_preset_list().c_str(), stdout);
     return kToolExitOk;
   }
   Topology topo;
   std::string error;
-  if (!build_topology(o.source, &topo, &error)) {
+  DetectResult detected;
+  const bool built = build_topology(o.source, &topo, &error, &detected);
+  if (o.source.detect && !detected.xml.empty()) {
+    // Detection ran: what it found comes first, GPUs or not.
+    std::fputs(format_detect_report(detected, source_sysfs_root(o.source)).c_str(), stdout);
+    if (detected.gpu_busids.empty()) return kToolExitOk;
+    std::fputs("\n", stdout);
+  }
+  if (!built) {
     std::fprintf(stderr, "cclab topo: %s\n", error.c_str());
     return kToolExitUsage;
   }

@@ -6,6 +6,7 @@
 //   cclab topo --topo dgx-h100:4                four machines joined by a rail-optimised fat tree
 //   cclab topo --xml system.xml --nodes 2       NCCL's topology XML, replicated onto two machines
 //   cclab topo --list                           the presets and their drawings
+//   cclab topo --detect [--sysfs ROOT]          this machine, as sysfs and NVML describe it (graph/detect.h)
 //   cclab topo --topo pcie-4gpu --dump-xml t.xml --dump-graph g.xml
 //
 // Everything but topo_main is pure (returns text, touches no files or streams) so that tests can check it.
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/detect.h"
 #include "graph/search.h"
 #include "graph/topo.h"
 
@@ -29,18 +31,27 @@ constexpr int kToolExitOk = 0;
 constexpr int kToolExitIo = 1;
 constexpr int kToolExitUsage = 2;
 
-// Where a model comes from: exactly one of preset_spec ("PRESET" or "PRESET:MACHINES") and xml_path.
+// Where a model comes from: exactly one of preset_spec ("PRESET" or "PRESET:MACHINES"), xml_path and
+// detect.
 struct TopoSource {
   std::string preset_spec;      // --topo
   std::string xml_path;         // --xml
+  bool detect = false;          // --detect: this machine (detect_topology)
+  std::string sysfs_root;       // --sysfs; empty: CCLAB_SYSFS_ROOT or /sys
   int nodes = 0;                // --nodes; 0 = not given (the spec's MACHINES, or 1)
   double oversubscription = 0;  // --oversubscription; 0 = not given (the fabric's default, 1.0)
 };
 
-// Builds the model: the preset (with --nodes/MACHINES machines) or the XML file (replicated onto --nodes
-// machines when given). False with *error (a complete sentence, prefixed with nothing) on an unknown
-// preset (naming the valid ones), a malformed spec or file, or inconsistent machine counts.
-bool build_topology(const TopoSource& source, Topology* out, std::string* error);
+// Builds the model: the preset (with --nodes/MACHINES machines), the XML file or the detected machine
+// (replicated onto --nodes machines when given). False with *error (a complete sentence, prefixed with
+// nothing) on an unknown preset (naming the valid ones), a malformed spec or file, inconsistent machine
+// counts, or a detection that failed or found no GPU. With --detect, *detected (when given) receives
+// what detection found, also when it fails for want of a GPU (then detected->xml is not empty).
+bool build_topology(const TopoSource& source, Topology* out, std::string* error, DetectResult* detected = nullptr);
+
+// `cclab topo --detect`'s first section: where it looked, one line per CPU, PCI switch, GPU and NIC port
+// found, then the warnings and notes, and "no GPU found" when there is none.
+std::string format_detect_report(const DetectResult& detected, const std::string& sysfs_root);
 
 // The ring graph (id 0, pattern kRing) and the tree graph (id 1, pattern kBalancedTree) as the runtime
 // searches them. False with *error naming the graph that has no solution.

@@ -236,7 +236,7 @@ std::string format_tune_header(const Topology& topo, const TunerInput& in, CollK
 
 // ---- flags -------------------------------------------------------------------------------------------
 std::string tune_usage() {
-  return "usage: cclab tune (--topo PRESET[:MACHINES] | --xml FILE) COLLECTIVE [flags]\n"
+  return "usage: cclab tune (--topo PRESET[:MACHINES] | --xml FILE | --detect [--sysfs ROOT]) COLLECTIVE [flags]\n"
          "\n"
          "Predicts, with NCCL's cost model, the time of every algorithm x protocol for COLLECTIVE over a\n"
          "range of sizes on a topology, and marks the one NCCL would choose. NCCL_ALGO and NCCL_PROTO in the\n"
@@ -247,6 +247,8 @@ std::string tune_usage() {
          "\n"
          "  --topo PRESET[:MACHINES]   a built-in machine (cclab topo --list), on MACHINES machines\n"
          "  --xml FILE                 NCCL's topology XML\n"
+         "  --detect                   this machine (cclab topo --detect shows what was found)\n"
+         "  --sysfs ROOT               with --detect: read ROOT instead of /sys (default: $CCLAB_SYSFS_ROOT)\n"
          "  --nodes N                  machines (default: MACHINES or 1)\n"
          "  --oversubscription X       leaf switch down/up bandwidth ratio of the fabric (default 1)\n"
          "  -b, --minbytes SIZE        smallest size (default 8; K, M, G = powers of 1024)\n"
@@ -272,6 +274,8 @@ TuneCmdParse parse_tune_cmd(const std::vector<std::string>& args) {
   app.add_option("collective", coll);
   app.add_option("--topo", o.source.preset_spec);
   app.add_option("--xml", o.source.xml_path);
+  app.add_flag("--detect", o.source.detect);
+  app.add_option("--sysfs", o.source.sysfs_root);
   app.add_option("--nodes", nodes);
   app.add_option("--oversubscription", oversub);
   app.add_option("-b,--minbytes", minb);
@@ -332,8 +336,13 @@ TuneCmdParse parse_tune_cmd(const std::vector<std::string>& args) {
     result.message = "cclab tune: -f/--stepfactor must be at least 2 to go from -b to -e";
     return result;
   }
-  if (o.source.preset_spec.empty() && o.source.xml_path.empty()) {
-    result.message = "cclab tune: no topology: give --topo PRESET[:MACHINES] (cclab topo --list) or --xml FILE";
+  if (!o.source.sysfs_root.empty() && !o.source.detect) {
+    result.message = "cclab tune: --sysfs goes with --detect";
+    return result;
+  }
+  if (o.source.preset_spec.empty() && o.source.xml_path.empty() && !o.source.detect) {
+    result.message =
+        "cclab tune: no topology: give --topo PRESET[:MACHINES] (cclab topo --list), --xml FILE or --detect";
     return result;
   }
   result.ok = true;

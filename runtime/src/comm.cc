@@ -26,18 +26,19 @@ ncclResult_t setup_topology(ncclComm_t comm);
 }
 
 namespace cclab {
+
+uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 namespace {
 
 std::mutex g_live_mu;
 std::unordered_set<ncclComm_t>& live_comms() {
   static auto* s = new std::unordered_set<ncclComm_t>;
   return *s;
-}
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  return h;
 }
 
 uint64_t host_hash() {
@@ -230,6 +231,13 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   me.proc_hash = proc_hash();
   me.pid = getpid();
   me.dev = comm->dev;
+  me.gpu_busid = -1;
+  me.gpu_sm = 0;
+  if (comm->cuda && cuda_device_pci(comm->dev, &me.gpu_busid, &me.gpu_sm) != ncclSuccess) {
+    // Still takes part in the exchange; topology detection then falls back (comm_topo.cc).
+    CCLAB_WARN("rank %d: the PCI bus id of CUDA device %d is unknown (%s)", comm->rank, comm->dev, last_error());
+    me.gpu_busid = -1;
+  }
   r = comm->bootstrap->allgather(comm->peers.data(), sizeof(PeerInfo));
   if (r != ncclSuccess) return r;
 

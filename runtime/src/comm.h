@@ -13,6 +13,7 @@
 #include "cclab/cclab.h"
 #include "host_exec.h"
 #include "graph/algo_proto.h"
+#include "graph/detect.h"
 #include "graph/search.h"
 #include "graph/topo.h"
 #include "graph/tuning.h"
@@ -33,6 +34,8 @@ struct PeerInfo {
   uint64_t proc_hash;  // same process <=> same value
   int pid;
   int dev;             // the "device" index this rank plays in its process
+  int64_t gpu_busid;   // CUDA backend: the PCI bus id of its GPU (NCCL's packed form); -1 otherwise
+  int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
 };
 
 // One end of one connection, with the memory that keeps it alive.
@@ -130,6 +133,16 @@ constexpr uint64_t kCommMagic = 0x63636c6162636f6dull;  // "cclabcom"
 ncclResult_t check_comm(ncclComm_t comm, const char* fn);
 // ... and that its (possibly non-blocking) init has finished successfully.
 ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn);
+
+// Topology detection's GPUs for the host of `rank` (comm_topo.cc): the bus ids and compute capabilities
+// of the ranks on that host, in rank order (empty when ranks carry no bus id: the host backend). Returns
+// "" when detection can model the ranks, else why not: a GPU two ranks of one host share (a model GPU
+// plays one rank), or some ranks with a bus id and some without. Depends on the peer table alone, so
+// every rank decides the same.
+std::string detection_gpus(const std::vector<PeerInfo>& peers, int rank, std::vector<DetectGpu>* gpus);
+
+// FNV-1a over `n` bytes (continuing from `h`): ids and agreement checks between ranks.
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 
 // The backend new communicators use (cclabSetBackend, or CCLAB_BACKEND=host|sim).
 cclabBackend_t current_backend();

@@ -13,6 +13,7 @@
 #include "base/param.h"
 #include "comm.h"
 #include "graph/channels.h"
+#include "graph/detect.h"
 #include "kernels/tree.h"
 
 namespace cclab {
@@ -37,6 +38,109 @@ void machines_from_hosts(ncclComm_t comm, int* nmachines, int* per_machine) {
   }
   *nmachines = static_cast<int>(hosts.size());
   *per_machine = *std::max_element(count.begin(), count.end());
+}
+
+}  // namespace
+
+std::string detection_gpus(const std::vector<PeerInfo>& peers, int rank, std::vector<DetectGpu>* gpus) {
+  gpus->clear();
+  std::map<std::pair<uint64_t, int64_t>, int> owner;
+  int with_busid = 0;
+  for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+    const PeerInfo& p = peers[r];
+    if (p.gpu_busid < 0) continue;
+    ++with_busid;
+    const auto it = owner.emplace(std::make_pair(p.host_hash, p.gpu_busid), r).first;
+    if (it->second != r)
+      return "ranks " + std::to_string(it->second) + " and " + std::to_string(r) + " share the GPU " +
+             pci_busid_string(p.gpu_busid) + ", and a model GPU plays one rank";
+  }
+  if (with_busid != 0 && with_busid != static_cast<int>(peers.size()))
+    return std::to_string(peers.size() - with_busid) + " rank(s) have no GPU bus id (see their log)";
+  for (const PeerInfo& p : peers)
+    if (p.host_hash == peers[rank].host_hash && p.gpu_busid >= 0) gpus->push_back(DetectGpu{p.gpu_busid, p.gpu_sm});
+  return "";
+}
+
+namespace {
+
+// The machine as topology detection finds it (graph/detect.h): every host detects itself, with the
+// GPUs its ranks run on (their bus ids, from the CUDA backend) or, when ranks have none (host backend
+// under CCLAB_TOPO=detect), every GPU its sysfs lists. Every rank must build the same model, so the
+// hosts must come out identical (one hash of the XML each, all-gathered); the model is then one host,
+// replicated onto the machine count. Places the ranks (rank_node = host, rank_dev = its GPU's dev) and
+// sets *used. When detection cannot give such a model: an error if `required` (CCLAB_TOPO=detect),
+// else a warning naming what failed and *used = false (the caller falls back to the virtual model).
+ncclResult_t detect_topology_for(ncclComm_t comm, bool required, bool* used) {
+  *used = false;
+  int machines = 1, per = 1;
+  machines_from_hosts(comm, &machines, &per);
+  const uint64_t host = comm->peers[comm->rank].host_hash;
+  int first_on_host = comm->rank;  // logs the host's detection once
+  for (int r = comm->nranks - 1; r >= 0; --r)
+    if (comm->peers[r].host_hash == host) first_on_host = r;
+  auto give_up = [&](const std::string& why) {
+    if (required) return report_error(ncclInvalidArgument, "CCLAB_TOPO=detect: %s", why.c_str());
+    if (comm->rank == 0)
+      CCLAB_WARN("topology detection failed: %s; modelling plain virtual machines instead (CCLAB_TOPO or "
+                 "NCCL_TOPO_FILE give a model explicitly)",
+                 why.c_str());
+    return ncclSuccess;
+  };
+
+  DetectOptions opts;
+  opts.sysfs_root = param_str("CCLAB_SYSFS_ROOT", "/sys");
+  const std::string unfit = detection_gpus(comm->peers, comm->rank, &opts.gpus);
+  if (!unfit.empty()) return give_up(unfit);
+  Topology topo;
+  DetectResult found;
+  std::string err;
+  const bool ok = detect_topology(opts, &topo, &found, &err);
+  if (comm->rank == first_on_host) {
+    for (const std::string& w : found.warnings) CCLAB_WARN("topology detection: %s", w.c_str());
+    for (const std::string& n : found.notes) CCLAB_INFO(kLogGraph, "topology detection: %s", n.c_str());
+    if (log_enabled(LogLevel::kInfo, kLogGraph))
+      CCLAB_INFO(kLogGraph, "topology detection (sysfs root %s, NVML %s) found:\n%s", opts.sysfs_root.c_str(),
+                 found.nvml.c_str(), found.summary.c_str());
+    if (!ok && !required) CCLAB_WARN("topology detection failed on this host: %s", err.c_str());
+  }
+
+  // Agreement: every rank detected, and every host detected the same machine.
+  struct Vote {
+    uint64_t hash;
+    int32_t ok;
+    int32_t pad;
+  };
+  std::vector<Vote> votes(comm->nranks);
+  votes[comm->rank] = Vote{ok ? fnv1a(found.xml.data(), found.xml.size()) : 0, ok ? 1 : 0, 0};
+  ncclResult_t r = comm->bootstrap->allgather(votes.data(), sizeof(Vote));
+  if (r != ncclSuccess) return r;
+  for (int q = 0; q < comm->nranks; ++q) {
+    if (!votes[q].ok)
+      return give_up(q == comm->rank ? err : "rank " + std::to_string(q) + " could not detect its machine (see its log)");
+  }
+  for (int q = 0; q < comm->nranks; ++q) {
+    if (votes[q].hash != votes[0].hash)
+      return give_up("rank " + std::to_string(q) + "'s host differs from rank 0's (different GPUs, PCIe layout, NICs or "
+                     "CPUs), and cclab models identical machines");
+  }
+  if (per > static_cast<int>(found.gpu_busids.size()))
+    return give_up("a host runs " + std::to_string(per) + " ranks but has " + std::to_string(found.gpu_busids.size()) +
+                   " GPU(s), and a model GPU plays one rank");
+  if (machines > 1 && !replicate_machines(&topo, machines, FabricSpec{}, &err)) return give_up(err);
+  // Placement: a rank with a bus id plays that GPU; without, the GPUs in the order of the host's ranks.
+  for (int q = 0; q < comm->nranks; ++q) {
+    const int64_t bus = comm->peers[q].gpu_busid;
+    if (bus < 0) continue;
+    const auto it = std::find(found.gpu_busids.begin(), found.gpu_busids.end(), bus);
+    comm->rank_dev[q] = static_cast<int>(it - found.gpu_busids.begin());
+  }
+  if (comm->rank == 0)
+    CCLAB_INFO(kLogGraph | kLogInit, "Topology detected from %s (NVML %s): %s", opts.sysfs_root.c_str(),
+               found.nvml.c_str(), topo.description.c_str());
+  comm->topo = std::move(topo);
+  *used = true;
+  return ncclSuccess;
 }
 
 // Loads or builds the topology named by NCCL_TOPO_FILE / CCLAB_TOPO (or the virtual default), and
@@ -65,6 +169,11 @@ ncclResult_t load_topology(ncclComm_t comm) {
     }
     const int per = (comm->nranks + machines - 1) / machines;
     topo = make_virtual_topology(per, (comm->nranks + per - 1) / per);
+  } else if (spec == "detect") {
+    bool used = false;
+    const ncclResult_t r = detect_topology_for(comm, true, &used);
+    if (r != ncclSuccess) return r;
+    node_major = false;
   } else if (!spec.empty()) {
     std::string preset;
     int machines = 1;
@@ -72,9 +181,18 @@ ncclResult_t load_topology(ncclComm_t comm) {
         !make_preset_topology(preset, machines, FabricSpec{}, &topo, &err))
       return report_error(ncclInvalidArgument, "CCLAB_TOPO=%s: %s", spec.c_str(), err.c_str());
   } else {
-    int machines = 1, per = 1;
-    machines_from_hosts(comm, &machines, &per);
-    topo = make_virtual_topology(per, machines);
+    // The CUDA backend models the machine it runs on; the host backend (and a failed detection) a
+    // plain virtual machine per host.
+    bool used = false;
+    if (comm->cuda) {
+      const ncclResult_t r = detect_topology_for(comm, false, &used);
+      if (r != ncclSuccess) return r;
+    }
+    if (!used) {
+      int machines = 1, per = 1;
+      machines_from_hosts(comm, &machines, &per);
+      topo = make_virtual_topology(per, machines);
+    }
     node_major = false;
   }
   const int gpm = topo.gpus_per_machine();

@@ -215,6 +215,18 @@ ncclResult_t cuda_current_device(int* dev) {
   return ncclSuccess;
 }
 
+ncclResult_t cuda_device_pci(int dev, int64_t* busid, int* sm) {
+  char id[32] = {0};
+  int major = 0, minor = 0;
+  CUDA_TRY(cudaDeviceGetPCIBusId(id, sizeof id, dev), nullptr);
+  CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), nullptr);
+  CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), nullptr);
+  if (!parse_pci_busid(id, busid))
+    return report_error(ncclSystemError, "cudaDeviceGetPCIBusId(%d) gave \"%s\", not a PCI bus id", dev, id);
+  *sm = major * 10 + minor;
+  return ncclSuccess;
+}
+
 ncclResult_t cuda_attach(ncclComm_t comm) {
   auto cc = std::make_shared<CudaComm>();
   cc->dev = comm->dev;

@@ -29,6 +29,9 @@ namespace cclab {
 bool cuda_available(std::string* why);
 // The calling thread's current device (cudaGetDevice), as ncclCommInitRank uses.
 ncclResult_t cuda_current_device(int* dev);
+// CUDA device `dev`'s PCI bus id (cudaDeviceGetPCIBusId, in NCCL's packed form) and compute capability
+// x10, which topology detection starts from (comm_topo.cc, graph/detect.h).
+ncclResult_t cuda_device_pci(int dev, int64_t* busid, int* sm);
 // Prepares a communicator for the CUDA backend (device, abort flag, status and connection tables).
 ncclResult_t cuda_attach(ncclComm_t comm);
 // Connection memory for comm->cuda communicators (comm.cc's connect_recv/connect_send call these).

@@ -20,6 +20,7 @@ bool cuda_available(std::string* why) {
   return false;
 }
 ncclResult_t cuda_current_device(int*) { return absent("cudaGetDevice"); }
+ncclResult_t cuda_device_pci(int, int64_t*, int*) { return absent("cudaDeviceGetPCIBusId"); }
 ncclResult_t cuda_attach(ncclComm_t) { return absent("CUDA backend"); }
 ncclResult_t cuda_connect_recv(ncclComm_t, Conn*, TransportKind, const std::string&, int, int) {
   return absent("CUDA connection");

@@ -199,7 +199,7 @@ TEST(BuildTopology, PresetsMachinesAndErrors) {
   s.preset_spec = "dgx-h100";
   s.xml_path = "x.xml";
   EXPECT_FALSE(build_topology(s, &t, &err));
-  EXPECT_TRUE(contains(err, "not both")) << err;
+  EXPECT_TRUE(contains(err, "not several")) << err;
 }
 
 TEST(BuildTopology, XmlRoundTripAndMalformedFile) {

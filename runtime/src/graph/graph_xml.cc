@@ -22,11 +22,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <pugixml.hpp>
 #include <set>
-#include <sstream>
 
 #include "graph/search.h"
 
@@ -340,14 +338,9 @@ bool read_graphs_xml_string(const std::string& text, const std::string& name_for
 
 bool read_graphs_xml(const std::string& path, const Topology& topo, std::vector<TopoGraph*> graphs,
                      std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    if (error) *error = path + ": cannot open: " + strerror(errno);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return read_graphs_xml_string(ss.str(), path, topo, std::move(graphs), error);
+  std::string text;
+  if (!read_text_file(path, &text, error)) return false;
+  return read_graphs_xml_string(text, path, topo, std::move(graphs), error);
 }
 
 }  // namespace cclab

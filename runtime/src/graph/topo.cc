@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 namespace cclab {
 
@@ -68,6 +69,22 @@ bool write_text_file(const std::string& path, const std::string& text, std::stri
     if (error) *error = path + ": write error";
     return false;
   }
+  return true;
+}
+
+bool read_text_file(const std::string& path, std::string* text, std::string* error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    if (error) *error = path + ": cannot open: " + strerror(errno);
+    return false;
+  }
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (f.bad()) {
+    if (error) *error = path + ": read error";
+    return false;
+  }
+  *text = ss.str();
   return true;
 }
 

@@ -14,8 +14,9 @@
 // link types LOC=0 NVL=1 C2C=3 PCI=4 SYS=9 NET=10 and path types LOC=0 ... DIS=11 (NCCL 2.28.9,
 // src/graph/topo.h), so logs and dumps compare with NCCL's line by line.
 //
-// Sources of a Topology: presets (topo_presets.cc), NCCL's topology XML (topo_xml.cc), and the plain
-// virtual machine the host backend uses when nothing else is asked for (make_virtual_topology).
+// Sources of a Topology: presets (topo_presets.cc), NCCL's topology XML (topo_xml.cc), the machine
+// cclab runs on (detect.h, which writes that XML from sysfs and NVML), and the plain virtual machine
+// the host backend uses when nothing else is asked for (make_virtual_topology).
 //
 // Units everywhere: bandwidth in GB/s (1e9 bytes/s) per direction, latency in microseconds.
 #pragma once
@@ -257,10 +258,18 @@ bool read_topology_xml_string(const std::string& text, const std::string& name_f
 bool write_topology_xml(const Topology& topo, const std::string& path, std::string* error);
 std::string topology_xml_string(const Topology& topo);
 
+// PCI bus ids as NCCL writes them ("0000:18:00.0" from the packed int64 0x18000) and reads them
+// ("dddd:bb:dd.f", a domain of 1 to 8 hex digits, any case); parse_pci_busid is false when malformed.
+std::string pci_busid_string(int64_t busid);
+bool parse_pci_busid(const char* text, int64_t* out);
+
 // `s` as XML attribute or text content: & < > " ' as entities.
 std::string xml_escape(const std::string& s);
 
 // Writes `text` to `path` (created or truncated); false with *error = "PATH: what went wrong".
 bool write_text_file(const std::string& path, const std::string& text, std::string* error);
+// Reads the whole of `path` into *text; false with *error = "PATH: cannot open: No such file or
+// directory" (or "PATH: read error").
+bool read_text_file(const std::string& path, std::string* text, std::string* error);
 
 }  // namespace cclab

@@ -55,11 +55,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <pugixml.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "graph/topo.h"
@@ -206,7 +204,12 @@ std::string fmt_hex(uint64_t x, int width = 0) {
   return buf;
 }
 
-std::string busid_string(int64_t id) {  // NCCL's int64ToBusId
+bool is_hex(char c) { return isxdigit(static_cast<unsigned char>(c)) != 0; }
+int hex_value(char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
+
+}  // namespace
+
+std::string pci_busid_string(int64_t id) {  // NCCL's int64ToBusId
   char buf[40];
   snprintf(buf, sizeof buf, "%04llx:%02llx:%02llx.%01llx", static_cast<unsigned long long>(id >> 20),
            static_cast<unsigned long long>((id & 0xff000) >> 12),
@@ -214,11 +217,8 @@ std::string busid_string(int64_t id) {  // NCCL's int64ToBusId
   return buf;
 }
 
-bool is_hex(char c) { return isxdigit(static_cast<unsigned char>(c)) != 0; }
-int hex_value(char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; }
-
 // "dddd:bb:dd.f" (domain of 1-8 hex digits) -> NCCL's packed int64. False when malformed.
-bool parse_busid(const char* s, int64_t* out) {
+bool parse_pci_busid(const char* s, int64_t* out) {
   const char* p = s;
   int64_t v = 0;
   int n = 0;
@@ -237,6 +237,8 @@ bool parse_busid(const char* s, int64_t* out) {
   *out = v;
   return true;
 }
+
+namespace {
 
 bool parse_int64(const char* s, int64_t* out) {
   if (s == nullptr || *s == '\0') return false;
@@ -365,7 +367,7 @@ class XmlTopoReader {
   bool get_busid(pugi::xml_node n, const char* name, int64_t* out) {
     std::string s;
     if (!req_str(n, name, &s)) return false;
-    if (!parse_busid(s.c_str(), out)) {
+    if (!parse_pci_busid(s.c_str(), out)) {
       return fail(n, std::string("<") + n.name() + "> attribute " + name + "=\"" + s +
                          "\" is not a PCI bus id (dddd:bb:dd.f)");
     }
@@ -622,12 +624,12 @@ bool XmlTopoReader::read_pci(pugi::xml_node x, int parent, int cpu) {
     for (pugi::xml_node a = x.parent(); a; a = a.parent()) {
       const char* b = a.attribute("busid").value();
       int64_t id = 0;
-      if (strcmp(a.name(), "pci") == 0 && parse_busid(b, &id) && id == n.busid) {
-        return fail(x, "PCI cycle: bus id " + busid_string(n.busid) + " is nested inside itself (line " +
+      if (strcmp(a.name(), "pci") == 0 && parse_pci_busid(b, &id) && id == n.busid) {
+        return fail(x, "PCI cycle: bus id " + pci_busid_string(n.busid) + " is nested inside itself (line " +
                            std::to_string(line(a)) + ")");
       }
     }
-    return fail(x, "duplicate PCI bus id " + busid_string(n.busid) + " (first at line " +
+    return fail(x, "duplicate PCI bus id " + pci_busid_string(n.busid) + " (first at line " +
                        std::to_string(dup->second.second) + ")");
   }
   const char* s;
@@ -817,7 +819,7 @@ bool XmlTopoReader::add_nvlinks() {
       remote = cpu_of_[p.node];
     } else if (tclass == kPciClassNvSwitch || (tclass < 0 && nvs_by_bus.count(target))) {
       if (gpu_by_bus.count(target)) {
-        return fail(x, "NVLink target " + busid_string(target) + " is a GPU but tclass says NVSwitch");
+        return fail(x, "NVLink target " + pci_busid_string(target) + " is a GPU but tclass says NVSwitch");
       }
       auto it = nvs_by_bus.find(target);
       if (it == nvs_by_bus.end()) {
@@ -833,7 +835,7 @@ bool XmlTopoReader::add_nvlinks() {
     } else if (tclass < 0 || (tclass >> 16) == 0x03) {
       auto it = gpu_by_bus.find(target);
       if (it == gpu_by_bus.end()) {
-        return fail(x, "dangling NVLink target " + busid_string(target) +
+        return fail(x, "dangling NVLink target " + pci_busid_string(target) +
                            ": no GPU has that bus id and tclass does not mark it an NVSwitch (0x068000)");
       }
       remote = it->second;
@@ -885,7 +887,7 @@ bool XmlTopoReader::add_c2c_and_pcilinks() {
     if (!get_busid(p.xml, "target", &target)) return false;
     auto it = busids_.find(target);
     if (it == busids_.end() || t_.nodes[it->second.first].type != TopoNodeType::kPci) {
-      return fail(p.xml, "<pcilink> target " + busid_string(target) + " is not a PCI switch of this file");
+      return fail(p.xml, "<pcilink> target " + pci_busid_string(target) + " is not a PCI switch of this file");
     }
     int remote = it->second.first;
     if (remote == p.node) return fail(p.xml, "a <pcilink> from a switch to itself");
@@ -1055,7 +1057,7 @@ void XmlTopoWriter::write_pci(int ni, int up, int depth) {
     cls = kPciClassBridge;  // would read back as a device, not as a switch
   }
   Element e("pci");
-  e.a("busid", busid_string(busid_[ni])).a("class", fmt_hex(static_cast<uint64_t>(cls), 6));
+  e.a("busid", pci_busid_string(busid_[ni])).a("class", fmt_hex(static_cast<uint64_t>(cls), 6));
   if (!n.vendor_id.empty()) e.a("vendor", n.vendor_id);
   if (!n.device_id.empty()) e.a("device", n.device_id);
   if (!n.subsystem_vendor.empty()) e.a("subsystem_vendor", n.subsystem_vendor);
@@ -1102,7 +1104,7 @@ void XmlTopoWriter::write_pci(int ni, int up, int depth) {
         visited_[t_.links[l].to] = false;
         write_pci(t_.links[l].to, l, depth + 1);
       }
-      for (int p : peers) leaf(depth + 1, Element("pcilink").a("target", busid_string(busid_[p])));
+      for (int p : peers) leaf(depth + 1, Element("pcilink").a("target", pci_busid_string(busid_[p])));
       close(depth, "pci");
       return;
     }
@@ -1145,7 +1147,7 @@ void XmlTopoWriter::write_gpu(int gi, int depth) {
                  : (r.pci_class >> 16) == 0x03  ? r.pci_class
                                                 : 0x030200;
     Element n("nvlink");
-    n.a("target", busid_string(bus)).a("count", k.lanes).a("tclass", fmt_hex(static_cast<uint64_t>(tclass), 6));
+    n.a("target", pci_busid_string(bus)).a("count", k.lanes).a("tclass", fmt_hex(static_cast<uint64_t>(tclass), 6));
     overrides(n, "link_", k, nvlink_values(g.sm, k.lanes));
     leaf(depth + 1, n);
   }
@@ -1196,18 +1198,9 @@ bool read_topology_xml_string(const std::string& text, const std::string& name_f
 }
 
 bool read_topology_xml(const std::string& path, Topology* out, std::string* error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    if (error) *error = path + ": cannot open: " + strerror(errno);
-    return false;
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (f.bad()) {
-    if (error) *error = path + ": read error";
-    return false;
-  }
-  return read_topology_xml_string(ss.str(), path, out, error);
+  std::string text;
+  if (!read_text_file(path, &text, error)) return false;
+  return read_topology_xml_string(text, path, out, error);
 }
 
 std::string topology_xml_string(const Topology& topo) { return XmlTopoWriter(topo).write(); }
