@@ -1,20 +1,24 @@
-// sim/flow.cc - the flow level (docs/simulator.md, "Levels"): every connection's traffic as one SimGrid
-// flow whose max-min share SimGrid computes, and the steps of every channel replayed at those rates.
+// sim/flow.cc - the flow level (docs/simulator.md, "Levels"): every step of the schedules replayed with
+// each connection's traffic at its share of the links, instead of a SimGrid communication per slice.
 //
 //  1. Counting pass: every (rank, channel) runs its schedule with a SimExec that makes no SimGrid call,
 //     which yields the wire bytes each connection carries (a connection that carries none takes no share).
-//  2. Shares: one SimGrid flow per connection, all of a phase started together (a tree's reduce phase,
-//     towards the parent, and its broadcast phase are two phases; a ring has one); each flow's rate once
-//     every one is past its latency is its share under the whole collective's contention.
-//  3. Replay, channel by channel: each (rank, channel) runs its schedule again with a recording SimExec
-//     (the actions a step-level SimExec would take), and replay_steps() evaluates them with each
-//     transfer at its connection's share (replay.h): latencies, step overheads, data loops, data
-//     dependencies and NCCL_STEPS credits as at step level, without a SimGrid event per slice.
+//  2. Shares: each connection that carries bytes is one flow over its SimGrid route, all of a phase at
+//     once (a tree's reduce phase, towards the parent, and its broadcast phase are two phases; a ring has
+//     one); its share is its weighted max-min rate under the whole collective's contention, solved over
+//     SimGrid's links as CM02 shares them (or, for tests, measured from real SimGrid flows).
+//  3. Replay: each (rank, channel) runs its schedule again with a recording SimExec (the actions a
+//     step-level SimExec would take) and replay_steps() evaluates them with each transfer at its share
+//     (replay.h): latencies, step overheads, data loops, data dependencies and NCCL_STEPS credits as at
+//     step level. Runs of up to SimConfig::refine_limit transfers are recorded whole and replayed again
+//     with each transfer's share refined from the competitors it actually met (OccupancyRates); larger
+//     ones replay channel by channel at the static shares, once per distinct channel.
 #include <simgrid/s4u.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <queue>
 
 #include "sim/replay.h"
 #include "sim/world.h"
@@ -151,6 +155,60 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
   }
 }
 
+// The same shares solved directly: weighted max-min fairness by progressive filling, every flow's rate
+// growing as its weight (1 / route latency, CM02's sharing penalty) until a link of its route saturates.
+// What SimGrid's LMM solver computes for these flows (sim_test checks the two agree), without starting and
+// cancelling SimGrid activities (cancelling 10^4 flows takes seconds).
+void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, const std::vector<sg4::Host*>& host) {
+  if (flows.empty()) return;
+  std::map<sg4::Link*, int> link_id;
+  std::vector<double> remaining, weight_sum;
+  std::vector<std::vector<size_t>> on_link;  // flows (positions in `flows`) crossing each link
+  for (size_t k = 0; k < flows.size(); ++k) {
+    ConnFlow& f = all[flows[k]];
+    std::vector<sg4::Link*> links;
+    double lat = 0;
+    host[f.from]->route_to(host[f.to], links, &lat);
+    f.latency = lat;
+    f.links = links;
+    const double w = 1.0 / std::max(lat, 1e-12);
+    for (sg4::Link* l : links) {
+      auto it = link_id.emplace(l, static_cast<int>(remaining.size())).first;
+      if (it->second == static_cast<int>(remaining.size())) {
+        remaining.push_back(l->get_bandwidth());
+        weight_sum.push_back(0);
+        on_link.emplace_back();
+      }
+      weight_sum[it->second] += w;
+      on_link[it->second].push_back(k);
+    }
+  }
+  // Links by the level at which they would saturate (remaining / weight of the flows still growing).
+  using Entry = std::pair<double, int>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
+  for (size_t l = 0; l < remaining.size(); ++l) heap.emplace(remaining[l] / weight_sum[l], static_cast<int>(l));
+  std::vector<char> fixed(flows.size(), 0);
+  while (!heap.empty()) {
+    const auto [level, l] = heap.top();
+    heap.pop();
+    if (weight_sum[l] <= 0 || level != remaining[l] / weight_sum[l]) continue;  // stale
+    for (size_t k : on_link[l]) {
+      if (fixed[k]) continue;
+      fixed[k] = 1;
+      ConnFlow& f = all[flows[k]];
+      const double w = 1.0 / std::max(f.latency, 1e-12);
+      f.rate = level * w;
+      for (sg4::Link* x : f.links) {
+        const int j = link_id[x];
+        remaining[j] = std::max(0.0, remaining[j] - f.rate);
+        weight_sum[j] -= w;
+        if (j != l && weight_sum[j] > 1e-300) heap.emplace(remaining[j] / weight_sum[j], j);
+      }
+    }
+    weight_sum[l] = 0;
+  }
+}
+
 constexpr int kRefineRounds = 16;
 
 }  // namespace
@@ -198,7 +256,8 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     std::vector<size_t> in_phase;
     for (size_t i = 0; i < conn_flows.size(); ++i)
       if (conn_flows[i].phase == phase) in_phase.push_back(i);
-    measure_shares(conn_flows, in_phase, rank_host_);
+    if (cfg_.shares_from_simgrid) measure_shares(conn_flows, in_phase, rank_host_);
+    else solve_shares(conn_flows, in_phase, rank_host_);
   }
 
   // 3. Replay. Runs whose recordings fit in memory (every run the step level can afford, and more) are

@@ -72,6 +72,8 @@ struct SimConfig {
   uint64_t step_limit = 300000;  // kAuto: largest run (in slices) simulated at step level (~15 s)
   uint64_t refine_limit = 1000000;  // kFlow: largest run (in transfers) whose rates are refined
                                     // (docs/simulator.md, "Levels"); larger ones keep the static shares
+  bool shares_from_simgrid = false;  // kFlow: measure the shares with SimGrid flows instead of solving
+                                     // max-min (the same numbers; slow past ~10^4 connections; for tests)
   bool record_events = false;    // keep every step (SimResult::events)
   std::string trace_path;        // non-empty: write the run's trace there (docs/trace-format.md); step level
                                  // sizes carry every step, flow level sizes only their collective
