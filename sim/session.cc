@@ -349,13 +349,19 @@ struct Session::Impl : World::BlockHooks {
         if (kv.second.owner == &t) ranks += (ranks.empty() ? "" : ", ") + std::to_string(kv.second.rank);
       who += (who.empty() ? "" : "; ") + std::string("thread ") + std::to_string(t.id) + " (rank " + ranks + ")";
     }
+    break_world("the simulated clock is stuck: " + who + " has not synchronised for " +
+                std::to_string(static_cast<int>(stall_timeout_s)) +
+                " s while other ranks wait in a synchronisation. Simulated time advances only while every "
+                "thread that drives a communicator waits in cclab, so a host-side wait between rank threads "
+                "(a barrier, a join, a condition variable) cannot be simulated; CCLAB_SIM_STALL_S sets the "
+                "time allowed");
+  }
+
+  // The world is unusable from now on: every waiting synchronisation fails with `msg`, and so will later
+  // ones.
+  void break_world(const std::string& msg) {  // under mu
     broken = true;
-    broken_msg = "the simulated clock is stuck: " + who + " has not synchronised for " +
-                 std::to_string(static_cast<int>(stall_timeout_s)) +
-                 " s while other ranks wait in a synchronisation. Simulated time advances only while every "
-                 "thread that drives a communicator waits in cclab, so a host-side wait between rank threads "
-                 "(a barrier, a join, a condition variable) cannot be simulated; CCLAB_SIM_STALL_S sets the "
-                 "time allowed";
+    broken_msg = msg;
     for (Sync* s : syncs)
       if (!s->released) {
         s->released = true;
@@ -368,21 +374,14 @@ struct Session::Impl : World::BlockHooks {
   void fail_deadlocked(bool timed_out) {  // under mu
     std::string stuck;
     for (const auto& kv : worlds) stuck += kv.second->describe_stuck();
-    broken = true;
-    broken_msg = "the simulated ranks deadlocked: every thread that drives a communicator waits";
-    broken_msg += timed_out ? " (or has been inside an init/split/destroy call for " +
-                                  std::to_string(static_cast<int>(stall_timeout_s)) + " s)"
-                            : " in a synchronisation";
-    broken_msg += " and no simulated GPU can progress (did every rank of each collective and every "
-                  "send's matching receive get queued?). Stuck waits:" +
-                  (stuck.empty() ? std::string(" none recorded") : stuck);
-    for (Sync* s : syncs)
-      if (!s->released) {
-        s->released = true;
-        s->error = broken_msg;
-        s->thread->state = ThreadRec::kRunning;
-      }
-    cv_prog.notify_all();
+    std::string msg = "the simulated ranks deadlocked: every thread that drives a communicator waits";
+    msg += timed_out ? " (or has been inside an init/split/destroy call for " +
+                           std::to_string(static_cast<int>(stall_timeout_s)) + " s)"
+                     : " in a synchronisation";
+    msg += " and no simulated GPU can progress (did every rank of each collective and every send's matching "
+           "receive get queued?). Stuck waits:" +
+           (stuck.empty() ? std::string(" none recorded") : stuck);
+    break_world(msg);
   }
 
   void engine_loop() {
