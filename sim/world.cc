@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "kernels/collectives.h"
 #include "kernels/describe.h"
@@ -353,13 +354,19 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   if (it != conns_.end()) return *it->second;
   auto c = std::make_unique<SimConn>();
   const size_t buff = static_cast<size_t>(proto_buff_[proto]);
-  c->mem.assign(cfg_.payload ? fifo_total_bytes(buff) : sizeof(ConnFifoHeader), 0);
-  ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(c->mem.data());
+  // Timing-only runs keep the header alone (128-byte aligned, its size a multiple of that); payload runs
+  // the whole FIFO, page-aligned so the slots at kFifoDataOffset are too.
+  const size_t align = cfg_.payload ? 4096 : alignof(ConnFifoHeader);
+  const size_t bytes = (cfg_.payload ? fifo_total_bytes(buff) : sizeof(ConnFifoHeader)) + align - 1;
+  c->mem.reset(static_cast<char*>(std::aligned_alloc(align, bytes / align * align)));
+  if (c->mem == nullptr) throw std::bad_alloc();
+  std::memset(c->mem.get(), 0, bytes / align * align);
+  ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(c->mem.get());
   hdr->head.waiters = static_cast<uint32_t>(waits_.size());
   waits_.emplace_back();
   hdr->tail.waiters = static_cast<uint32_t>(waits_.size());
   waits_.emplace_back();
-  char* data = cfg_.payload ? c->mem.data() + kFifoDataOffset : phantom() + (size_t{1} << 40);
+  char* data = cfg_.payload ? c->mem.get() + kFifoDataOffset : phantom() + (size_t{1} << 40);
   for (ConnInfo* ci : {&c->send_info, &c->recv_info}) {
     ci->hdr = hdr;
     ci->buff = data;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,7 +39,12 @@ namespace sim {
 // One direction of one connection (sender -> receiver on a channel) for one protocol: the shared
 // header and, in payload mode, the data slots; the two ends' ConnInfo.
 struct SimConn {
-  std::vector<char> mem;     // header (+ data in payload mode)
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  // Header (+ data in payload mode), aligned as the header's counters require (alignas(128)), and the
+  // data slots at their page offset.
+  std::unique_ptr<char, Free> mem;
   ConnInfo send_info, recv_info;
 };
 
