@@ -54,6 +54,17 @@ void configure_engine(s4u::Engine& engine) {
   s4u::Engine::set_config("contexts/stack-size:256");
 }
 
+EngineArgs::EngineArgs() {
+  argv[argc++] = name;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer cannot follow SimGrid's swapped stacks when an actor is unwound (a killed actor at a
+  // deadlock: a false stack-buffer-overflow); with one thread per actor it can. The context factory is
+  // chosen when the engine is created, so it goes on its command line.
+  argv[argc++] = thread_contexts;
+#endif
+  argv[argc] = nullptr;
+}
+
 struct Platform::Routes {
   std::unordered_map<int64_t, std::vector<int>> by_pair;  // a * nodes + b -> TopoLink indices
 };

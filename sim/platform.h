@@ -45,6 +45,16 @@ namespace sim {
 // CCLAB_SIM_LOG is set). Call once, on a fresh engine, before building a platform.
 void configure_engine(simgrid::s4u::Engine& engine);
 
+// The command line a SimGrid engine of cclab's is created with (`Engine engine(&a.argc, a.argv)`): the
+// program's name and, in AddressSanitizer builds, SimGrid's thread contexts.
+struct EngineArgs {
+  EngineArgs();
+  int argc = 0;
+  char* argv[3] = {};
+  char name[16] = "cclab-sim";
+  char thread_contexts[40] = "--cfg=contexts/factory:thread";
+};
+
 class Platform {
  public:
   // Builds the platform of `topo` in `engine` (which configure_engine has configured). False with

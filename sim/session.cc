@@ -533,10 +533,8 @@ Session* Session::get(const std::vector<int>& devs, std::string* error) {
   bool setup_done = false;
   std::string setup_err;
   std::thread([im, devs, &setup_mu, &setup_cv, &setup_done, &setup_err] {
-    int argc = 1;
-    static char arg0[] = "cclab-sim";
-    char* argv[] = {arg0, nullptr};
-    im->engine = new sg4::Engine(&argc, argv);  // lives as long as the process
+    static EngineArgs args;
+    im->engine = new sg4::Engine(&args.argc, args.argv);  // lives as long as the process
     configure_engine(*im->engine);
     auto w = std::make_unique<World>(im->cfg);
     w->set_devices(devs);

@@ -362,10 +362,8 @@ bool simulate_in_process(const SimConfig& cfg_in, SimResult* out, std::string* e
   if (!validate(cfg_in, error)) return false;
   SimConfig cfg = cfg_in;
   const auto t0 = std::chrono::steady_clock::now();
-  int argc = 1;
-  char arg0[] = "cclab-sim";
-  char* argv[] = {arg0, nullptr};
-  sg4::Engine engine(&argc, argv);
+  EngineArgs args;
+  sg4::Engine engine(&args.argc, args.argv);
   configure_engine(engine);
   World world(cfg);
   if (!world.setup(engine, error)) return false;
