@@ -30,13 +30,30 @@ namespace sim {
 
 namespace {
 
-// One connection's flow for the share measurement.
+// One connection's flow for the shares.
 struct ConnFlow {
   int channel, from, to, phase;
   double bytes;
-  double rate = 0, latency = 0;  // bytes/s, s
-  std::vector<sg4::Link*> links;  // its route
+  double rate = 0;     // its share, bytes/s
+  double latency = 0;  // its route's, s
+  double weight = 0;   // 1 / latency: SimGrid CM02's sharing penalty is the route's latency
+  std::vector<int> links;  // its route, as indices into the run's link capacities (route_flows)
 };
+
+// Every flow's route, latency and weight, and the capacity (bytes/s) of every link a route crosses.
+void route_flows(std::vector<ConnFlow>& all, const std::vector<sg4::Host*>& host, std::vector<double>* capacity) {
+  std::map<sg4::Link*, int> link_id;
+  for (ConnFlow& f : all) {
+    std::vector<sg4::Link*> links;
+    host[f.from]->route_to(host[f.to], links, &f.latency);
+    f.weight = 1.0 / std::max(f.latency, 1e-12);
+    for (sg4::Link* l : links) {
+      auto it = link_id.emplace(l, static_cast<int>(capacity->size())).first;
+      if (it->second == static_cast<int>(capacity->size())) capacity->push_back(l->get_bandwidth());
+      f.links.push_back(it->second);
+    }
+  }
+}
 
 // The refinement's rates. A static share assumes every connection of the phase moves data all the time;
 // a tree's pipeline stages (and any short collective's) are staggered, so a transfer meets fewer
@@ -48,12 +65,9 @@ struct ConnFlow {
 // time settles (kRefineRounds at most).
 class OccupancyRates : public ReplayRates {
  public:
-  struct Conn {
-    std::vector<int> links;  // dense link ids
-    double weight = 1, static_rate = 0;
-  };
-  OccupancyRates(std::vector<Conn> conns, std::vector<double> capacity, size_t ntasks)
-      : conns_(std::move(conns)), cap_(std::move(capacity)), prev_(ntasks), next_(ntasks) {}
+  // `conns`: the connections (their routes, weights and static shares); `capacity`: their links'.
+  OccupancyRates(const std::vector<ConnFlow>& conns, const std::vector<double>& capacity, size_t ntasks)
+      : conns_(conns), cap_(capacity), prev_(ntasks), next_(ntasks) {}
 
   // Starts another replay: the transfers of the last one become the occupancy the rates come from.
   void next_round() {
@@ -87,11 +101,11 @@ class OccupancyRates : public ReplayRates {
   }
 
   double rate(size_t task, size_t xfer, int conn, double, double) override {
-    const Conn& c = conns_[conn];
-    if (!have_prev_ || xfer >= prev_[task].size()) return c.static_rate;
+    const ConnFlow& c = conns_[conn];
+    if (!have_prev_ || xfer >= prev_[task].size()) return c.rate;
     const Xfer& p = prev_[task][xfer];
     const double d = p.t1 - p.t0;
-    if (!(d > 0)) return c.static_rate;
+    if (!(d > 0)) return c.rate;
     double r = 1e300;
     for (int l : c.links) {
       // The weight on the link over the interval (every transfer's weight x its overlap), less its own.
@@ -118,8 +132,8 @@ class OccupancyRates : public ReplayRates {
       return i == 0 ? 0.0 : area[i - 1] + w[i - 1] * (x - t[i - 1]);
     }
   };
-  std::vector<Conn> conns_;
-  std::vector<double> cap_;
+  const std::vector<ConnFlow>& conns_;
+  const std::vector<double>& cap_;
   std::vector<std::vector<Xfer>> prev_, next_;  // per task, per transfer: the last replay's, the current
   std::vector<Occupancy> occ_;                  // per link, from the last replay
   bool have_prev_ = false;
@@ -129,20 +143,15 @@ class OccupancyRates : public ReplayRates {
 // with more bytes than it could move, the simulated clock passes every route's latency, and the bytes
 // moved over a short interval give the max-min share. The flows are then cancelled.
 void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows,
-                    const std::vector<sg4::Host*>& host) {
+                    const std::vector<sg4::Host*>& host) {  // after route_flows
   if (flows.empty()) return;
   constexpr double kProbeBytes = 1e12, kInterval = 1e-7;
   std::vector<sg4::CommPtr> comms;
   comms.reserve(flows.size());
   double max_latency = 0;
   for (size_t i : flows) {
-    ConnFlow& f = all[i];
-    std::vector<sg4::Link*> links;
-    double lat = 0;
-    host[f.from]->route_to(host[f.to], links, &lat);
-    f.latency = lat;
-    f.links = links;
-    max_latency = std::max(max_latency, lat);
+    const ConnFlow& f = all[i];
+    max_latency = std::max(max_latency, f.latency);
     comms.push_back(sg4::Comm::sendto_async(host[f.from], host[f.to], static_cast<uint64_t>(kProbeBytes)));
   }
   sg4::this_actor::sleep_for(max_latency + 1e-9);
@@ -159,34 +168,20 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
 // growing as its weight (1 / route latency, CM02's sharing penalty) until a link of its route saturates.
 // What SimGrid's LMM solver computes for these flows (sim_test checks the two agree), without starting and
 // cancelling SimGrid activities (cancelling 10^4 flows takes seconds).
-void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, const std::vector<sg4::Host*>& host) {
-  if (flows.empty()) return;
-  std::map<sg4::Link*, int> link_id;
-  std::vector<double> remaining, weight_sum;
-  std::vector<std::vector<size_t>> on_link;  // flows (positions in `flows`) crossing each link
-  for (size_t k = 0; k < flows.size(); ++k) {
-    ConnFlow& f = all[flows[k]];
-    std::vector<sg4::Link*> links;
-    double lat = 0;
-    host[f.from]->route_to(host[f.to], links, &lat);
-    f.latency = lat;
-    f.links = links;
-    const double w = 1.0 / std::max(lat, 1e-12);
-    for (sg4::Link* l : links) {
-      auto it = link_id.emplace(l, static_cast<int>(remaining.size())).first;
-      if (it->second == static_cast<int>(remaining.size())) {
-        remaining.push_back(l->get_bandwidth());
-        weight_sum.push_back(0);
-        on_link.emplace_back();
-      }
-      weight_sum[it->second] += w;
-      on_link[it->second].push_back(k);
+void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, std::vector<double> remaining) {
+  if (flows.empty()) return;  // after route_flows; `remaining`: the links' capacities
+  std::vector<double> weight_sum(remaining.size(), 0.0);
+  std::vector<std::vector<size_t>> on_link(remaining.size());  // flows (positions in `flows`) crossing each link
+  for (size_t k = 0; k < flows.size(); ++k)
+    for (int l : all[flows[k]].links) {
+      weight_sum[l] += all[flows[k]].weight;
+      on_link[l].push_back(k);
     }
-  }
   // Links by the level at which they would saturate (remaining / weight of the flows still growing).
   using Entry = std::pair<double, int>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  for (size_t l = 0; l < remaining.size(); ++l) heap.emplace(remaining[l] / weight_sum[l], static_cast<int>(l));
+  for (size_t l = 0; l < remaining.size(); ++l)
+    if (weight_sum[l] > 0) heap.emplace(remaining[l] / weight_sum[l], static_cast<int>(l));
   std::vector<char> fixed(flows.size(), 0);
   while (!heap.empty()) {
     const auto [level, l] = heap.top();
@@ -196,12 +191,10 @@ void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, 
       if (fixed[k]) continue;
       fixed[k] = 1;
       ConnFlow& f = all[flows[k]];
-      const double w = 1.0 / std::max(f.latency, 1e-12);
-      f.rate = level * w;
-      for (sg4::Link* x : f.links) {
-        const int j = link_id[x];
+      f.rate = level * f.weight;
+      for (int j : f.links) {
         remaining[j] = std::max(0.0, remaining[j] - f.rate);
-        weight_sum[j] -= w;
+        weight_sum[j] -= f.weight;
         if (j != l && weight_sum[j] > 1e-300) heap.emplace(remaining[j] / weight_sum[j], j);
       }
     }
@@ -244,7 +237,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
       transfers += per_peer[p].slices;
       const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
       flow_of[std::make_tuple(t.channel, t.w.rank, p)] = conn_flows.size();
-      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, {}});
+      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}});
       add_link_bytes(t.w.rank, p, per_peer[p].bytes);
     }
   }
@@ -252,12 +245,14 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
 
   // 2. Shares, phase by phase.
   const double start = sg4::Engine::get_clock();
+  std::vector<double> capacity;  // bytes/s of every link a connection crosses
+  route_flows(conn_flows, rank_host_, &capacity);
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<size_t> in_phase;
     for (size_t i = 0; i < conn_flows.size(); ++i)
       if (conn_flows[i].phase == phase) in_phase.push_back(i);
     if (cfg_.shares_from_simgrid) measure_shares(conn_flows, in_phase, rank_host_);
-    else solve_shares(conn_flows, in_phase, rank_host_);
+    else solve_shares(conn_flows, in_phase, capacity);
   }
 
   // 3. Replay. Runs whose recordings fit in memory (every run the step level can afford, and more) are
@@ -295,19 +290,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   if (refine) {
     for (size_t i = 0; i < tasks.size(); ++i)
       if (!record(tasks[i], replay[i])) return false;
-    std::map<sg4::Link*, int> link_id;
-    std::vector<double> capacity;
-    std::vector<OccupancyRates::Conn> conns(conn_flows.size());
-    for (size_t i = 0; i < conn_flows.size(); ++i) {
-      conns[i].weight = 1.0 / std::max(conn_flows[i].latency, 1e-12);
-      conns[i].static_rate = conn_flows[i].rate;
-      for (sg4::Link* l : conn_flows[i].links) {
-        auto it = link_id.emplace(l, static_cast<int>(capacity.size())).first;
-        if (it->second == static_cast<int>(capacity.size())) capacity.push_back(l->get_bandwidth());
-        conns[i].links.push_back(it->second);
-      }
-    }
-    OccupancyRates rates(std::move(conns), std::move(capacity), tasks.size());
+    OccupancyRates rates(conn_flows, capacity, tasks.size());
     double last = -1;
     for (int round = 0; round < kRefineRounds; ++round) {
       if (round > 0) rates.next_round();
