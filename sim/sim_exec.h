@@ -132,6 +132,7 @@ class SimExec {
 
  private:
   void apply_post(ConnCounter* c, uint64_t value);
+  void start_loop();
 
   World* world_;
   int rank_;

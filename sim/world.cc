@@ -41,44 +41,41 @@ void SimExec::apply_post(ConnCounter* c, uint64_t value) {
   }
 }
 
-void SimExec::flush() {
-  if (counting_ != nullptr) {
-    if (rec_ == nullptr) {
-      pending_bytes_ = 0;
-      last_dst_ = nullptr;
-      return;
-    }
-    // What the step-level branch below does, as recorded actions.
-    if (pending_bytes_ > 0) {
-      record(ReplayKind::kExec, 0, static_cast<uint64_t>(pending_bytes_));
-      pending_bytes_ = 0;
-      last_dst_ = nullptr;
-      rec_inflight_ = true;
-    }
-    if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, 0);
-    rec_inflight_ = false;
-    sent_ = false;
-    if (!deferred_.empty()) {
-      for (auto& p : deferred_) apply_post(p.first, p.second);
-      deferred_.clear();
-    }
+// The step's pending data loop starts: on one SM (one core of the GPU host), concurrently with its
+// transfers (the SM is what stores the data into the peer's FIFO); recorded on the flow level.
+void SimExec::start_loop() {
+  if (pending_bytes_ <= 0) return;
+  const double bytes = pending_bytes_;
+  pending_bytes_ = 0;
+  last_dst_ = nullptr;
+  if (rec_ != nullptr) {
+    record(ReplayKind::kExec, 0, static_cast<uint64_t>(bytes));
+    rec_inflight_ = true;
     return;
   }
-  if (pending_bytes_ > 0) {
-    // The step's data loop runs on one SM (one core of the GPU host), concurrently with its transfers:
-    // the SM is what stores the data into the peer's FIFO.
-    const double flops = pending_bytes_;
+  inflight_.push_back(sg4::this_actor::exec_async(bytes));
+}
+
+// The step completes: its data loop and transfers end, then its overhead passes if it sent, then its
+// deferred posts happen. One sequence for both back ends, so the flow level's recording is what the
+// step level does.
+void SimExec::flush() {
+  if (counting_ != nullptr && rec_ == nullptr) {
     pending_bytes_ = 0;
     last_dst_ = nullptr;
-    inflight_.push_back(sg4::this_actor::exec_async(flops));
+    return;
   }
-  for (auto& a : inflight_) a->wait();
-  inflight_.clear();
-  if (sent_) {
-    sent_ = false;
+  start_loop();
+  if (rec_ != nullptr) {
+    if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, 0);
+    rec_inflight_ = false;
+  } else {
+    for (auto& a : inflight_) a->wait();
+    inflight_.clear();
     const double ov = world_->calibration().step_overhead_us[proto_];
-    if (ov > 0) sg4::this_actor::sleep_for(ov * 1e-6);
+    if (sent_ && ov > 0) sg4::this_actor::sleep_for(ov * 1e-6);
   }
+  sent_ = false;
   if (!deferred_.empty()) {
     // Copy first: resuming a waiter does not run it now (actors are coroutines), but keep the loop
     // independent of what apply_post may do to the vector.
@@ -130,24 +127,14 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
       last_dst_ = nullptr;
       return;
     }
-    // The step-level branch below, recorded.
-    sent_ = true;
-    if (bytes <= 0) return;
-    if (pending_bytes_ > 0) {
-      record(ReplayKind::kExec, 0, static_cast<uint64_t>(pending_bytes_));
-      pending_bytes_ = 0;
-      last_dst_ = nullptr;
-    }
-    record(ReplayKind::kXfer, static_cast<uint32_t>(send.peer), static_cast<uint64_t>(bytes));
-    rec_inflight_ = true;
-    return;
   }
   sent_ = true;
   if (bytes <= 0) return;
-  if (pending_bytes_ > 0) {
-    inflight_.push_back(sg4::this_actor::exec_async(pending_bytes_));
-    pending_bytes_ = 0;
-    last_dst_ = nullptr;
+  start_loop();
+  if (rec_ != nullptr) {
+    record(ReplayKind::kXfer, static_cast<uint32_t>(send.peer), static_cast<uint64_t>(bytes));
+    rec_inflight_ = true;
+    return;
   }
   sg4::Host* src = world_->rank_host(rank_);
   sg4::Host* dst = world_->rank_host(send.peer);
