@@ -52,7 +52,13 @@ struct EmuGroup {
       gen.store(g + 1, std::memory_order_release);
       return result;
     }
-    while (gen.load(std::memory_order_acquire) == g) std::this_thread::yield();
+    for (int i = 0; gen.load(std::memory_order_acquire) == g; ++i) {
+      // Yield first, then sleep a little (see EmuBlock::pause; here the group waits on all 8 lanes).
+      if (i < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
     return result;  // not rewritten before this lane arrives at the group's next vote
   }
 };
@@ -115,7 +121,21 @@ class EmuBlock {
     *lo = __atomic_load_n(&p[0], __ATOMIC_RELAXED);
   }
   bool abort_requested() const { return s_->abort_flag != nullptr && s_->abort_flag->load() != 0; }
-  void pause() const { std::this_thread::yield(); }
+  // A GPU lane's __nanosleep between polls: a yield while yields come straight back. On a loaded
+  // machine a yield hands the CPU to every busy neighbour for a whole time slice, and a block that
+  // polls a thousand times between abort checks then takes minutes to see an abort; so after a slow
+  // yield the lane sleeps briefly instead, for its next 256 polls.
+  void pause() const {
+    thread_local int sleeps = 0;
+    if (sleeps > 0) {
+      --sleeps;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::yield();
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(500)) sleeps = 256;
+  }
   double now_us() const {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
@@ -528,7 +548,7 @@ TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
     bw.conn[1] = mesh.send(0, 0, 1);
     BlockStatus status{};
     bw.status = &status;
-    bw.stuck_spins = 2048;
+    bw.stuck_spins = 1024;  // the first check (waits look every 1024 polls)
     std::atomic<int> abort_flag{0};
     EmuShared shared(nlanes, &abort_flag);
     std::atomic<int> returned{0};
@@ -539,10 +559,17 @@ TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
         EXPECT_FALSE(run_block<float>(b, bw));
         ++returned;
       });
+    // The report comes after stuck_spins polls, each of which yields: on a loaded machine that can
+    // take far longer than on an idle one, so wait for it (bounded) rather than for a fixed time.
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto state = [&] { return __atomic_load_n(&status.state, __ATOMIC_ACQUIRE); };
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    while (proto != kProtoLL && state() != kBlockWaiting &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     EXPECT_EQ(returned.load(), 0) << "rank 0 cannot finish without rank 1";
     if (proto != kProtoLL) {  // LL's lane 0 may be past its lines; Simple's lane 0 and LL128's group wait
-      EXPECT_EQ(status.state, kBlockWaiting) << "a long wait reports itself";
+      EXPECT_EQ(state(), kBlockWaiting) << "a long wait reports itself";
       EXPECT_EQ(status.for_data, 1);
     }
     abort_flag = 1;
@@ -586,8 +613,9 @@ TEST(BlockExec, SizeMismatchIsReported) {
   }
   // Whichever rank notices first stops; the other then waits forever: abort it.
   const auto t0 = std::chrono::steady_clock::now();
-  while (st[0].state != kBlockSizeMismatch && st[1].state != kBlockSizeMismatch &&
-         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20))
+  const auto state = [&](int r) { return __atomic_load_n(&st[r].state, __ATOMIC_ACQUIRE); };
+  while (state(0) != kBlockSizeMismatch && state(1) != kBlockSizeMismatch &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   abort_flag = 1;
   for (auto& t : threads) t.join();
