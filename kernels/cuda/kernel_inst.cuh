@@ -30,5 +30,8 @@ int launch_typed(const LaunchArgs& args, int nthreads, cudaStream_t stream) {
   int launch_##NAME(const LaunchArgs& args, int nthreads, cudaStream_t stream) {                    \
     return launch_typed<T>(args, nthreads, stream);                                                 \
   }                                                                                                 \
+  int per_sm_##NAME(int nthreads, int* blocks) {                                                    \
+    return static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, block_kernel<T>, nthreads, 0)); \
+  }                                                                                                 \
   }                                                                                                 \
   }

@@ -6,7 +6,9 @@
 namespace cclab {
 namespace cuda {
 
-#define CCLAB_DECLARE(NAME) int launch_##NAME(const LaunchArgs& args, int nthreads, cudaStream_t stream);
+#define CCLAB_DECLARE(NAME)                                                     \
+  int launch_##NAME(const LaunchArgs& args, int nthreads, cudaStream_t stream); \
+  int per_sm_##NAME(int nthreads, int* blocks);
 CCLAB_DECLARE(int8)
 CCLAB_DECLARE(uint8)
 CCLAB_DECLARE(int32)
@@ -40,6 +42,26 @@ int launch(const LaunchArgs& args, int nthreads, void* stream) {
     case 11: return launch_fp8e5m2(args, nthreads, s);
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
+}
+
+int resident_blocks(int nthreads, int* blocks) {
+  *blocks = 0;
+  int dev = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  int (*const per_sm[])(int, int*) = {per_sm_int8,    per_sm_uint8,   per_sm_int32,   per_sm_uint32,
+                                      per_sm_int64,   per_sm_uint64,  per_sm_float16, per_sm_float32,
+                                      per_sm_float64, per_sm_bfloat16, per_sm_fp8e4m3, per_sm_fp8e5m2};
+  int fewest = -1;
+  for (auto* f : per_sm) {
+    int n = 0;
+    const int r = f(nthreads, &n);
+    if (r != 0) return r;
+    if (fewest < 0 || n < fewest) fewest = n;
+  }
+  *blocks = fewest * sms;
+  return 0;
 }
 
 namespace {

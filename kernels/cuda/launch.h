@@ -26,6 +26,12 @@ struct LaunchArgs {
 // current device must be the stream's). Returns 0 or the cudaError_t of the launch.
 int launch(const LaunchArgs& args, int nthreads, void* stream);
 
+// How many blocks of `nthreads` threads of cclab's kernels the current device holds at once: the
+// fewest of any datatype's kernel per SM (cudaOccupancyMaxActiveBlocksPerMultiprocessor) times the SM
+// count. Ranks that share a GPU spin on each other's blocks, so all of their blocks must fit together.
+// Returns 0 or a cudaError_t.
+int resident_blocks(int nthreads, int* blocks);
+
 // Reads %globaltimer on the current device once (for mapping kernel timestamps onto the host clock).
 // Returns 0 or a cudaError_t; *ns is the GPU's time.
 int read_gpu_clock(uint64_t* ns);

@@ -142,6 +142,8 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
 // Parameters every rank must agree on; the smallest wins.
 struct SharedParams {
   int nchannels;
+  int channel_lo, channel_hi;  // NCCL_MIN/MAX_NCHANNELS, minCTAs/maxCTAs
+  int channel_cap;             // CUDA: channel blocks per rank that fit beside the others on its GPU (0: no bound)
   int buff_bytes;
   int64_t min_channel_bytes;
   int ll_buff_bytes;
@@ -160,8 +162,7 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
                         static_cast<long long>(buff), kNcclSteps * 512, kNcclSteps * 4096);
   // The host backend's "topology" is flat; two channels exercise the multi-channel paths without
   // oversubscribing small machines. NCCL_MIN/MAX_NCHANNELS and the config's min/maxCTAs bound it.
-  // On GPUs more channels are what bandwidth needs (a thread block each); 16 until the channel count
-  // comes from the detected machine's ring search.
+  // On GPUs the count comes from the model once it is built (setup_topology: cuda_channel_count).
   int64_t nch = comm->cuda ? 16 : 2;
   int64_t lo = param_int("NCCL_MIN_NCHANNELS", 1), hi = param_int("NCCL_MAX_NCHANNELS", 64);
   if (comm->config.minCTAs != NCCL_CONFIG_UNDEF_INT) lo = std::max<int64_t>(lo, comm->config.minCTAs);
@@ -173,6 +174,26 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
                         static_cast<long long>(lo), static_cast<long long>(hi));
   nch = std::max(lo, std::min(hi, nch));
   p->nchannels = static_cast<int>(nch);
+  p->channel_lo = static_cast<int>(lo);
+  p->channel_hi = static_cast<int>(hi);
+  p->channel_cap = 0;
+  if (comm->cuda) {
+    // Ranks sharing a GPU (same host, same bus id) must have all their blocks resident at once.
+    const PeerInfo& me = comm->peers[comm->rank];
+    int sharing = 0;
+    for (const PeerInfo& q : comm->peers)
+      if (q.host_hash == me.host_hash && (me.gpu_busid >= 0 ? q.gpu_busid == me.gpu_busid : q.dev == me.dev))
+        ++sharing;
+    int resident = 0;
+    if (cuda_resident_blocks(comm->dev, &resident) != ncclSuccess)
+      CCLAB_WARN("rank %d: how many blocks device %d holds at once is unknown (%s)", comm->rank, comm->dev,
+                 last_error());
+    else if (resident > 0)
+      p->channel_cap = std::max(1, resident / std::max(1, sharing));
+    if (sharing > 1)
+      CCLAB_INFO(kLogInit, "rank %d: %d ranks share CUDA device %d, which holds %d of cclab's blocks at once", comm->rank,
+                 sharing, comm->dev, resident);
+  }
   p->buff_bytes = static_cast<int>(buff);
   p->min_channel_bytes = std::max<int64_t>(1, param_int("CCLAB_MIN_CHANNEL_BYTES", 64 << 10));
   const int64_t ll = param_int("NCCL_LL_BUFFSIZE", kLLBuffSize), ll128 = param_int("NCCL_LL128_BUFFSIZE", kLL128BuffSize);
@@ -244,7 +265,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   std::vector<SharedParams> params(comm->nranks);
   r = read_params(comm, &params[comm->rank]);
   if (r != ncclSuccess) {
-    params[comm->rank] = SharedParams{-1, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
+    params[comm->rank] = SharedParams{-1, 0, 0, 0, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
   }
   ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
   if (r != ncclSuccess) return r;
@@ -259,6 +280,10 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
     if (params[i].nchannels < 0)
       return report_error(ncclInvalidArgument, "rank %d rejected its parameters (see its log)", i);
     comm->nchannels = std::min(comm->nchannels, params[i].nchannels);
+    comm->channel_lo = std::max(comm->channel_lo, params[i].channel_lo);
+    comm->channel_hi = std::min(comm->channel_hi, params[i].channel_hi);
+    if (params[i].channel_cap > 0)
+      comm->channel_cap = comm->channel_cap > 0 ? std::min(comm->channel_cap, params[i].channel_cap) : params[i].channel_cap;
     comm->buff_bytes = std::min(comm->buff_bytes, params[i].buff_bytes);
     comm->min_channel_bytes = std::min(comm->min_channel_bytes, static_cast<size_t>(params[i].min_channel_bytes));
     comm->proto_buff_bytes[kProtoLL] = std::min(comm->proto_buff_bytes[kProtoLL], params[i].ll_buff_bytes);

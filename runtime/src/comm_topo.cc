@@ -14,6 +14,7 @@
 #include "comm.h"
 #include "graph/channels.h"
 #include "graph/detect.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/tree.h"
 
 namespace cclab {
@@ -169,6 +170,7 @@ ncclResult_t load_topology(ncclComm_t comm) {
     }
     const int per = (comm->nranks + machines - 1) / machines;
     topo = make_virtual_topology(per, (comm->nranks + per - 1) / per);
+    comm->virtual_model = true;
   } else if (spec == "detect") {
     bool used = false;
     const ncclResult_t r = detect_topology_for(comm, true, &used);
@@ -192,6 +194,21 @@ ncclResult_t load_topology(ncclComm_t comm) {
       int machines = 1, per = 1;
       machines_from_hosts(comm, &machines, &per);
       topo = make_virtual_topology(per, machines);
+      comm->virtual_model = true;
+      // The model's GPUs are those the ranks run on as far as their compute capability goes (it picks
+      // the tuner's constants and NCCL's LL128 rule); their links stay the virtual model's PCIe switch,
+      // under which LL128 is off by default as on any machine without NVLink.
+      std::set<int> sms;
+      for (int r = 0; r < comm->nranks; ++r) {
+        const int g = topo.gpu_node(comm->rank_node[r], comm->rank_dev[r]);
+        if (g >= 0 && comm->peers[r].gpu_sm > 0) {
+          topo.nodes[g].sm = comm->peers[r].gpu_sm;
+          sms.insert(comm->peers[r].gpu_sm);
+        }
+      }
+      const size_t at = topo.description.find("(sm80)");
+      if (!sms.empty() && at != std::string::npos)
+        topo.description.replace(at, 6, sms.size() == 1 ? "(sm" + std::to_string(*sms.begin()) + ")" : "(mixed sm)");
     }
     node_major = false;
   }
@@ -293,6 +310,22 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   RankPlacement place;
   place.rank_machine = comm->rank_node;
   place.rank_dev = comm->rank_dev;
+  // Channels NCCL would run on the modelled GPUs (the cost model's; NCCL_MIN/MAX_NCHANNELS bound them).
+  const int modelled = modelled_channels(comm->ring_graph, comm->tree_graph,
+                                         static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
+                                         static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
+  if (comm->cuda) {
+    // On GPUs the communicator runs what the model says a GPU would (every rank built the same model,
+    // so every rank comes to the same count), within what one launch and the GPU can hold.
+    std::string note;
+    comm->nchannels = cuda_channel_count(
+        comm->virtual_model ? 0 : modelled_channels(comm->ring_graph, comm->tree_graph, comm->channel_lo, comm->channel_hi),
+        comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks, comm->channel_cap, &note);
+    if (comm->rank == 0)
+      CCLAB_INFO(kLogInit | kLogTuning, "%d channels on the CUDA backend (%s%s%s)", comm->nchannels,
+                 comm->virtual_model ? "virtual model: 16 by default" : "as NCCL would run on the modelled machine",
+                 note.empty() ? "" : "; ", note.c_str());
+  }
   const std::vector<ChannelPlan> plan =
       plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
   comm->channels.assign(comm->nchannels, Channel{});
@@ -317,12 +350,10 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     }
   }
 
-  // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the
-  // host backend itself runs comm->nchannels).
-  const int modelled = modelled_channels(comm->ring_graph, comm->tree_graph,
-                                         static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
-                                         static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
-  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
+  // Cost model, for the channels the modelled GPUs would run (the host backend itself runs
+  // comm->nchannels; the CUDA backend runs its channels and is modelled with them).
+  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place,
+                                   comm->cuda ? comm->nchannels : modelled);
   in.enable = comm->algo_proto;
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);

@@ -86,6 +86,10 @@ struct CudaComm {
   int nconns = 0;
   int conn_capacity = 0;
   int* views_dev = nullptr;  // channel c's ring view at views_dev + c * nranks
+  // Set-up copies (zeroed FIFOs, connection tables), each waited for before anything uses it: the
+  // synchronous cudaMemset and cudaMemcpy run on the legacy default stream and may still be in flight
+  // when they return, and the kernels run on non-blocking streams that do not wait for it.
+  cudaStream_t setup = nullptr;
   uint64_t record_capacity = 0;  // step records per block per launch (CCLAB_TRACE)
   double clock_offset_us = 0;    // host now_us() - %globaltimer (us)
   std::mutex mu;
@@ -154,7 +158,9 @@ ncclResult_t add_conn_slot(ncclComm_t comm, Conn* conn) {
     return report_error(ncclInternalError, "rank %d: more than %d connections on the CUDA backend", comm->rank,
                         cc.conn_capacity);
   conn->cuda_slot = cc.nconns++;
-  CUDA_TRY(cudaMemcpy(cc.conns_dev + conn->cuda_slot, &conn->info, sizeof(ConnInfo), cudaMemcpyHostToDevice), comm);
+  CUDA_TRY(cudaMemcpyAsync(cc.conns_dev + conn->cuda_slot, &conn->info, sizeof(ConnInfo), cudaMemcpyHostToDevice,
+                           cc.setup), comm);
+  CUDA_TRY(cudaStreamSynchronize(cc.setup), comm);
   return ncclSuccess;
 }
 
@@ -190,6 +196,7 @@ CudaComm::~CudaComm() {
   for (auto& s : slots) free_slot_memory(s.get());
   if (conns_dev) cudaFree(conns_dev);
   if (views_dev) cudaFree(views_dev);
+  if (setup) cudaStreamDestroy(setup);
   if (abort_host) cudaFreeHost(abort_host);
 }
 
@@ -237,6 +244,7 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
     return report_error(ncclInvalidArgument, "NCCL_NTHREADS=%lld is invalid: use a multiple of 32 from 64 to 640",
                         static_cast<long long>(nt));
   cc->nthreads = static_cast<int>(nt);
+  CUDA_TRY(cudaStreamCreateWithFlags(&cc->setup, cudaStreamNonBlocking), comm);
   CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&cc->abort_host), sizeof(int),
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
   *cc->abort_host = 0;
@@ -247,8 +255,11 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
   std::vector<int> views;
   for (const Channel& ch : comm->channels) views.insert(views.end(), ch.view.begin(), ch.view.end());
   CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->views_dev), sizeof(int) * std::max<size_t>(1, views.size())), comm);
-  if (!views.empty())
-    CUDA_TRY(cudaMemcpy(cc->views_dev, views.data(), sizeof(int) * views.size(), cudaMemcpyHostToDevice), comm);
+  if (!views.empty()) {
+    CUDA_TRY(cudaMemcpyAsync(cc->views_dev, views.data(), sizeof(int) * views.size(), cudaMemcpyHostToDevice,
+                             cc->setup), comm);
+    CUDA_TRY(cudaStreamSynchronize(cc->setup), comm);
+  }
   if (comm->recording || recorder() != nullptr) {
     cc->record_capacity = static_cast<uint64_t>(param_int("CCLAB_TRACE_GPU_STEPS", 1 << 16));
     uint64_t gpu_ns = 0;
@@ -285,7 +296,9 @@ ncclResult_t cuda_connect_recv(ncclComm_t comm, Conn* conn, TransportKind rendez
       cudaSetDevice(dev);
       cudaFree(p);
     });
-    CUDA_TRY(cudaMemset(dptr, 0, bytes), comm);
+    // Zeroed before the FIFO is published: the sender's kernel may write it as soon as it is.
+    CUDA_TRY(cudaMemsetAsync(dptr, 0, bytes, cc.setup), comm);
+    CUDA_TRY(cudaStreamSynchronize(cc.setup), comm);
     desc.place = static_cast<int32_t>(same_proc ? FifoPlace::kDevice : FifoPlace::kDeviceIpc);
     desc.ptr = reinterpret_cast<uint64_t>(dptr);
     if (!same_proc) CUDA_TRY(cudaIpcGetMemHandle(&desc.ipc, dptr), comm);
@@ -738,6 +751,16 @@ ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_i
   CUDA_TRY(cudaDeviceGetPCIBusId(bus, sizeof(bus), dev), nullptr);
   *name = prop.name;
   *pci_bus_id = bus;
+  return ncclSuccess;
+}
+
+ncclResult_t cuda_resident_blocks(int dev, int* blocks) {
+  int64_t nt = param_int("NCCL_NTHREADS", cuda::kDefaultThreads);
+  if (nt < 64 || nt > 640 || nt % 32 != 0) nt = cuda::kDefaultThreads;  // cuda_attach refuses it with a message
+  DeviceGuard guard;
+  CUDA_TRY(cudaSetDevice(dev), nullptr);
+  const int e = cuda::resident_blocks(static_cast<int>(nt), blocks);
+  if (e != 0) return cuda_fail(static_cast<cudaError_t>(e), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return ncclSuccess;
 }
 

@@ -65,5 +65,8 @@ ncclResult_t cuda_device_count(int* count);
 // *why; the communicator then leaves LL128 out of the protocols every rank agrees on.
 bool cuda_ll128_safe(std::string* why);
 ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_id);
+// How many blocks of cclab's kernels (NCCL_NTHREADS threads each) device `dev` runs at once
+// (kernels/cuda/launch.h: resident_blocks); the channel count of ranks sharing a GPU is bounded by it.
+ncclResult_t cuda_resident_blocks(int dev, int* blocks);
 
 }  // namespace cclab

@@ -40,5 +40,9 @@ ncclResult_t cuda_set_device(int) { return absent("cclabSetDevice"); }
 ncclResult_t cuda_device_count(int*) { return absent("cclabGetDeviceCount"); }
 bool cuda_ll128_safe(std::string*) { return true; }  // never asked: no communicator runs on CUDA here
 ncclResult_t cuda_device_name(int, std::string*, std::string*) { return absent("cclabGetDeviceName"); }
+ncclResult_t cuda_resident_blocks(int, int* blocks) {
+  *blocks = 0;
+  return absent("the CUDA backend");
+}
 
 }  // namespace cclab

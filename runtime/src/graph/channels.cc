@@ -112,6 +112,24 @@ int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_chan
   return std::min(nc, 64);
 }
 
+int cuda_channel_count(int modelled, int lo, int hi, int max_blocks, int resident, std::string* note) {
+  std::string why;
+  int n = modelled > 0 ? modelled : 16;
+  n = std::min(std::max(n, std::max(lo, 1)), std::max(hi, 1));
+  if (n > max_blocks) {
+    why = "one launch carries at most " + std::to_string(max_blocks) + " blocks";
+    n = max_blocks;
+  }
+  if (resident > 0 && n > resident) {
+    why = "only " + std::to_string(resident) +
+          " blocks per rank fit on its GPU together with the other ranks sharing it";
+    n = resident;
+  }
+  n = std::max(n, 1);
+  if (note != nullptr) *note = why;
+  return n;
+}
+
 TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
                             const RankPlacement& place, int channels) {
   TunerInput in;

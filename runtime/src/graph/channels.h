@@ -46,6 +46,17 @@ bool search_ring_and_tree(const Topology& topo, TopoGraph* ring, TopoGraph* tree
 // within [min_channels, max_channels] (NCCL_MIN/MAX_NCHANNELS), at most 64.
 int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_channels = 1, int max_channels = 64);
 
+// The channels a CUDA communicator runs, one thread block each per collective:
+//  - `modelled` (modelled_channels of the machine it models: the detected machine, or one given by
+//    CCLAB_TOPO / NCCL_TOPO_FILE), or, when that model is the virtual fallback (modelled <= 0), 16;
+//  - within [lo, hi] (NCCL_MIN/MAX_NCHANNELS and the config's minCTAs/maxCTAs, as the ranks agreed);
+//  - at most `max_blocks` (what one launch carries);
+//  - at most `resident` when > 0: the blocks each rank may keep on its GPU so that the blocks of all
+//    the ranks sharing that GPU are resident together (ranks spin on each other's blocks: a block left
+//    waiting for an SM would never let its peers finish). This bound wins over `lo`.
+// *note (may be null) says which bound cut the count, or is left empty.
+int cuda_channel_count(int modelled, int lo, int hi, int max_blocks, int resident, std::string* note);
+
 // The cost model's input for ranks placed on `topo` (sm range of the GPUs they play, CPU identity of
 // machine 0, graphs, channels = modelled_channels unless `channels` > 0). `enable` and
 // net_overhead_us are left at their defaults for the caller to set.
