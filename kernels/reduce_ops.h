@@ -38,6 +38,10 @@ struct RedOpArg {
   RedOpKind kind;
   uint64_t scalar_bits;
   int nranks;
+  // PreMulSum with a scalar in memory (ncclScalarDevice): where it is. The operation reads it when it
+  // runs, as NCCL's kernels do (a kernel earlier on the stream may compute it, and a captured CUDA
+  // graph reads it again on every replay); scalar_bits is then ignored.
+  const void* scalar_ptr = nullptr;
 };
 
 // The scalar's bits, zero-extended to 64 (the layout NCCL uses for its op argument).
@@ -151,7 +155,16 @@ struct RedOp {
       : kind_(arg.kind),
         combine_(arg.kind == RedOpKind::kPreMulSum || arg.kind == RedOpKind::kSumPostDiv ? RedOpKind::kSum : arg.kind),
         nranks_(arg.nranks > 0 ? arg.nranks : 1),
-        scalar_(arg.kind == RedOpKind::kPreMulSum ? detail::Arith<T>::load_scalar(arg.scalar_bits) : Scalar{}) {}
+        scalar_(arg.kind == RedOpKind::kPreMulSum
+                    ? detail::Arith<T>::load_scalar(arg.scalar_ptr != nullptr ? bits_at(arg.scalar_ptr) : arg.scalar_bits)
+                    : Scalar{}) {}
+
+  // The sizeof(T) bytes at p, zero-extended as scalar_bits holds them.
+  CCLAB_HD static uint64_t bits_at(const void* p) {
+    uint64_t bits = 0;
+    __builtin_memcpy(&bits, p, sizeof(T));
+    return bits;
+  }
 
   // Combines two partial results.
   CCLAB_HD CCLAB_FORCEINLINE T operator()(T a, T b) const {

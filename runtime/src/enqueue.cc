@@ -90,16 +90,11 @@ RedOpArg make_redop(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t) {
       if (is_float_type(t)) return RedOpArg{RedOpKind::kPreMulSum, float_as_type_bits(1.0 / comm->nranks, t), comm->nranks};
       return RedOpArg{RedOpKind::kSumPostDiv, 0, comm->nranks};
     default: {
+      // A scalar in memory is read by the operation itself when it runs (RedOpArg::scalar_ptr): on a
+      // GPU by the kernel, after whatever the stream ran before it.
       const DynRedOp& d = comm->redops[op - ncclNumOps];
-      uint64_t bits = d.scalar_bits;
-      if (d.residence == ncclScalarDevice) {  // read now, when the operation executes
-        bits = 0;
-        if (comm->cuda)
-          (void)cuda_read(&bits, d.scalar_ptr, type_size(t));
-        else
-          memcpy(&bits, d.scalar_ptr, type_size(t));
-      }
-      return RedOpArg{RedOpKind::kPreMulSum, bits, comm->nranks};
+      if (d.residence == ncclScalarDevice) return RedOpArg{RedOpKind::kPreMulSum, 0, comm->nranks, d.scalar_ptr};
+      return RedOpArg{RedOpKind::kPreMulSum, d.scalar_bits, comm->nranks};
     }
   }
 }

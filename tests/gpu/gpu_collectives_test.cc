@@ -290,6 +290,56 @@ TEST(GpuCollectives, SendRecvRingShift) {
   }
 }
 
+// ncclScalarDevice: the kernel reads the PreMulSum scalar when it runs, after what the stream ran before
+// it. Each rank's stream holds a plain all_reduce (which waits for rank 1, who comes 200 ms late), then
+// a copy that sets the scalar from 3 to 5, then the PreMulSum all_reduce: the result is 5 x the sum.
+TEST(GpuCollectives, PreMulSumReadsTheDeviceScalarWhenItRuns) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = 100003;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    cudaSetDevice(ranks[r].dev);
+    float *in = nullptr, *a = nullptr, *b = nullptr, *scalar = nullptr, *five = nullptr;
+    cudaMalloc(&in, count * 4);
+    cudaMalloc(&a, count * 4);
+    cudaMalloc(&b, count * 4);
+    cudaMalloc(&scalar, 4);
+    cudaMallocHost(&five, 4);
+    *five = 5.0f;
+    const float three = 3.0f;
+    cudaMemcpy(scalar, &three, 4, cudaMemcpyHostToDevice);
+    std::vector<float> h(count);
+    for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>((i + r) % 5);
+    cudaMemcpy(in, h.data(), count * 4, cudaMemcpyHostToDevice);
+    ncclRedOp_t op;
+    if (ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks[r].comm) != ncclSuccess) {
+      err[r] = ncclGetLastError(ranks[r].comm);
+      return;
+    }
+    ncclAllReduce(in, a, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream);
+    cudaMemcpyAsync(scalar, five, 4, cudaMemcpyHostToDevice, ranks[r].stream);
+    if (ncclAllReduce(in, b, count, ncclFloat32, op, ranks[r].comm, ranks[r].stream) != ncclSuccess)
+      err[r] = ncclGetLastError(ranks[r].comm);
+    cudaStreamSynchronize(ranks[r].stream);
+    cudaMemcpy(h.data(), b, count * 4, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; err[r].empty() && i < count; ++i) {
+      const float want = 5.0f * static_cast<float>(i % 5 + (i + 1) % 5);
+      if (h[i] != want)
+        err[r] = "element " + std::to_string(i) + " is " + std::to_string(h[i]) + ", expected " + std::to_string(want);
+    }
+    ncclRedOpDestroy(op, ranks[r].comm);
+    cudaFree(in);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(scalar);
+    cudaFreeHost(five);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
 // A host (non-registered) buffer is an argument error naming the buffer, not a crash.
 TEST(GpuCollectives, HostBufferIsRejected) {
   std::vector<Rank> ranks = make_ranks(1);

@@ -93,6 +93,13 @@ TYPED_TEST(RedOpAllTypesTest, PreMulSum) {
   EXPECT_SAME(op.post_op(val<T>(7)), val<T>(7));
   // Two ranks holding 2 and 4: 3*2 + 3*4.
   EXPECT_SAME(op.post_op(op(op.pre_op(val<T>(2)), op.pre_op(val<T>(4)))), val<T>(18));
+  // ncclScalarDevice: the scalar is read from memory when the op is built (where the operation runs),
+  // and scalar_bits is ignored.
+  T in_memory = val<T>(3);
+  const RedOp<T> dev(RedOpArg{RedOpKind::kPreMulSum, scalar_to_bits(val<T>(5)), 1, &in_memory});
+  EXPECT_SAME(dev.pre_op(val<T>(2)), val<T>(6));
+  in_memory = val<T>(4);
+  EXPECT_SAME(RedOp<T>(RedOpArg{RedOpKind::kPreMulSum, 0, 1, &in_memory}).pre_op(val<T>(2)), val<T>(8));
 }
 
 TYPED_TEST(RedOpAllTypesTest, SumPostDiv) {

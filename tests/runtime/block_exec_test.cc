@@ -385,6 +385,12 @@ RedOpArg premul_half() {
   return a;
 }
 
+// PreMulSum by 0.25 read from memory (ncclScalarDevice: the block reads it when it runs).
+RedOpArg premul_in_memory() {
+  static const float quarter = 0.25f;
+  return RedOpArg{RedOpKind::kPreMulSum, 0, 1, &quarter};
+}
+
 const CollKind kColls[] = {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kReduceScatter,
                            CollKind::kBroadcast, CollKind::kReduce};
 
@@ -400,6 +406,7 @@ TEST_P(BlockExecRing, EveryCollectiveMatchesTheHostExecutor) {
       if (count >= 1000) {
         expect_same<half_t>({coll, proto, false, 4, 2, count, kAvg, lanes}, "half", seed++);
         expect_same<bfloat16_t>({coll, proto, false, 2, 1, count, premul_half<bfloat16_t>(), 2}, "bf16", seed++);
+        expect_same<float>({coll, proto, false, 3, 1, count, premul_in_memory(), 4}, "float, scalar in memory", seed++);
         expect_same<fp8_e4m3_t>({coll, proto, false, 3, 2, count, kMax, 5}, "fp8e4m3", seed++);
         expect_same<double>({coll, proto, false, 4, 1, count, kSum, 4}, "double", seed++);
         expect_same<int8_t>({coll, proto, false, 3, 1, count + 3, kSum, 4}, "int8", seed++);

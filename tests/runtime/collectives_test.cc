@@ -368,4 +368,49 @@ TEST(LargeMatrix, ByteExact) {
   EXPECT_EQ(failures, 0);
 }
 
+// ncclScalarDevice: the PreMulSum scalar is read where and when the operation runs (on a GPU, by the
+// kernel, after what the stream ran before it), not when it is enqueued. Ranks 0 and 1 enqueue a
+// plain all_reduce and then the PreMulSum one on their streams; the first cannot finish before rank 2
+// joins it, so the second has not started when the scalar changes from 3 to 5. Only then does rank 2
+// enqueue both. Every rank must pre-multiply by 5.
+TEST(PreMulSum, ScalarInMemoryIsReadWhenTheOperationRuns) {
+  const int n = 3;
+  const size_t count = 4099;
+  Comms comms(n, 2);
+  float* scalar = nullptr;
+  ASSERT_EQ(ncclMemAlloc(reinterpret_cast<void**>(&scalar), sizeof(float)), ncclSuccess);
+  *scalar = 3.0f;
+  std::vector<ncclRedOp_t> ops(n);
+  std::vector<cudaStream_t> streams(n);
+  std::vector<std::vector<float>> in(n, std::vector<float>(count)), first(n, std::vector<float>(count)),
+      second(n, std::vector<float>(count));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(ncclRedOpCreatePreMulSum(&ops[r], scalar, ncclFloat32, ncclScalarDevice, comms[r]), ncclSuccess);
+    ASSERT_EQ(cclabStreamCreate(&streams[r]), ncclSuccess);
+    for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>((i + r) % 7);
+  }
+  auto enqueue = [&](int r) {
+    EXPECT_EQ(ncclAllReduce(in[r].data(), first[r].data(), count, ncclFloat32, ncclSum, comms[r], streams[r]),
+              ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(in[r].data(), second[r].data(), count, ncclFloat32, ops[r], comms[r], streams[r]),
+              ncclSuccess);
+  };
+  enqueue(0);
+  enqueue(1);
+  *scalar = 5.0f;
+  enqueue(2);
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(cclabStreamSynchronize(streams[r]), ncclSuccess) << ncclGetLastError(comms[r]);
+    EXPECT_EQ(cclabStreamDestroy(streams[r]), ncclSuccess);
+    EXPECT_EQ(ncclRedOpDestroy(ops[r], comms[r]), ncclSuccess);
+  }
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i) {
+      const float sum = static_cast<float>(i % 7 + (i + 1) % 7 + (i + 2) % 7);
+      ASSERT_EQ(first[r][i], sum) << "rank " << r << " element " << i;
+      ASSERT_EQ(second[r][i], 5.0f * sum) << "rank " << r << " element " << i;
+    }
+  EXPECT_EQ(ncclMemFree(scalar), ncclSuccess);
+}
+
 }  // namespace
