@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include "viz/colors.h"
@@ -46,7 +47,15 @@ struct Gl {
       return false;
     }
     glfwSetErrorCallback(glfw_error);
-    if (!glfwInit()) {
+    // An X server can refuse a connection for a moment (a virtual one on a loaded machine, between the
+    // many short sessions of a batch of screenshots): try again a few times, 2.5 s in all, before
+    // saying there is no display.
+    bool up = glfwInit();
+    for (int attempt = 1; !up && attempt <= 4; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250 * attempt));
+      up = glfwInit();
+    }
+    if (!up) {
       *error = "cannot initialise GLFW (" + g_glfw_error + "); on a headless machine run under xvfb-run -a";
       return false;
     }
