@@ -62,6 +62,9 @@ struct LaunchSlot {
   BlockStatus* status = nullptr;  // kMaxLaunchBlocks
   StepRecord* records = nullptr;  // kMaxLaunchBlocks * record_capacity, when recording
   std::atomic<bool> busy{false};
+  // Captured into a CUDA graph: every replay of the graph runs this launch again, so the slot (its
+  // status memory) stays the graph's until the graph is destroyed (release_graph_slot).
+  std::atomic<bool> in_graph{false};
   // What the completion callback reports.
   ncclComm_t comm = nullptr;
   int nblocks = 0;
@@ -93,7 +96,7 @@ struct CudaComm {
   uint64_t record_capacity = 0;  // step records per block per launch (CCLAB_TRACE)
   double clock_offset_us = 0;    // host now_us() - %globaltimer (us)
   std::mutex mu;
-  std::deque<std::unique_ptr<LaunchSlot>> slots;
+  std::deque<std::shared_ptr<LaunchSlot>> slots;  // shared: a graph holding a slot may outlive the communicator
   ~CudaComm();
 };
 
@@ -114,7 +117,7 @@ LaunchSlot* take_slot(ncclComm_t comm) {
     bool expected = false;
     if (s->busy.compare_exchange_strong(expected, true)) return s.get();
   }
-  auto s = std::make_unique<LaunchSlot>();
+  auto s = std::make_shared<LaunchSlot>();
   cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&s->status), sizeof(BlockStatus) * cuda::kMaxLaunchBlocks,
                                 cudaHostAllocMapped | cudaHostAllocPortable);
   if (e == cudaSuccess && cc.record_capacity > 0)
@@ -434,7 +437,27 @@ void CUDART_CB launch_done(void* data) {
     recorder_op(comm, s->work.op_count, s->op.coll, s->algo, proto_name_of(s->work.proto), s->op.type, s->op.op,
                 s->op.root, s->op.count, s->total, s->work.nchannels, first, last);
   }
-  s->busy.store(false);
+  if (!s->in_graph.load()) s->busy.store(false);
+}
+
+// The destructor of a captured launch's user object: the graph (every copy of it) is gone, so the slot
+// is free again. A CUDA-internal thread calls it; no CUDA call is allowed here.
+void CUDART_CB release_graph_slot(void* data) {
+  auto* holder = static_cast<std::shared_ptr<LaunchSlot>*>(data);
+  (*holder)->in_graph.store(false);
+  (*holder)->busy.store(false);
+  delete holder;
+}
+
+// The graph `stream` is capturing into, or null when it is not capturing.
+cudaGraph_t capturing_graph(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return status == cudaStreamCaptureStatusActive ? graph : nullptr;
 }
 
 ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& args, cudaStream_t stream) {
@@ -450,9 +473,36 @@ ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& ar
   args.abort_flag = cc.abort_dev;
   slot->nblocks = args.nblocks;
   slot->launch_us = now_us();
+  // Under stream capture the kernel and its completion callback become graph nodes, replayed with the
+  // same arguments: the slot's status memory must stay put until the graph is destroyed. A user object
+  // owned by the graph frees the slot then.
+  const cudaGraph_t graph = capturing_graph(stream);
+  if (graph != nullptr) {
+    std::shared_ptr<LaunchSlot> owned;
+    {
+      std::lock_guard<std::mutex> lk(cc.mu);
+      for (auto& p : cc.slots)
+        if (p.get() == slot) owned = p;
+    }
+    cudaUserObject_t obj = nullptr;
+    auto* holder = new std::shared_ptr<LaunchSlot>(owned);
+    cudaError_t eg = cudaUserObjectCreate(&obj, holder, release_graph_slot, 1, cudaUserObjectNoDestructorSync);
+    if (eg != cudaSuccess) {
+      delete holder;
+      slot->busy = false;
+      return cuda_fail(eg, "cudaUserObjectCreate (a launch captured into a CUDA graph)", comm);
+    }
+    slot->in_graph = true;
+    slot->recording = false;  // CCLAB_TRACE records eager launches only
+    eg = cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove);
+    if (eg != cudaSuccess) {
+      cudaUserObjectRelease(obj, 1);  // runs release_graph_slot
+      return cuda_fail(eg, "cudaGraphRetainUserObject", comm);
+    }
+  }
   const int e = cuda::launch(args, cc.nthreads, stream);
   if (e != 0) {
-    slot->busy = false;
+    if (graph == nullptr) slot->busy = false;  // a captured slot is freed with its graph
     return cuda_fail(static_cast<cudaError_t>(e), "launching cclab's kernel", comm);
   }
   const cudaError_t e2 = cudaLaunchHostFunc(stream, launch_done, slot);
@@ -608,8 +658,21 @@ struct DeviceGuard {
 };
 }  // namespace
 
+// While a stream is being captured in the global (default) mode, CUDA refuses calls it deems unsafe
+// from this thread - cudaMalloc, synchronous copies, stream synchronisation - which connecting a
+// channel on first use makes (on the communicator's own streams, outside the graph). Relaxed for the
+// duration of a launch, as NCCL does around its own.
+namespace {
+struct RelaxedCapture {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+}  // namespace
+
 ncclResult_t cuda_launch(std::vector<OpDesc>& ops) {
   DeviceGuard guard;
+  RelaxedCapture relaxed;
   // Two ranks of one clique on one device with one stream would run their kernels one after the other,
   // and each waits for the other: refuse that instead of hanging.
   std::map<std::tuple<std::string, int, cudaStream_t>, int> seen;
@@ -655,7 +718,7 @@ void cuda_detach(ncclComm_t comm) {
     bool busy = false;
     {
       std::lock_guard<std::mutex> lk(cc.mu);
-      for (auto& s : cc.slots) busy = busy || s->busy.load();
+      for (auto& s : cc.slots) busy = busy || (s->busy.load() && !s->in_graph.load());
     }
     if (!busy) break;
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -340,6 +340,67 @@ TEST(GpuCollectives, PreMulSumReadsTheDeviceScalarWhenItRuns) {
   free_ranks(ranks);
 }
 
+// CUDA graphs: each rank captures an all_reduce (a small one, whose LL connections are made during the
+// capture, and a large one) into a graph and replays it three times with new inputs copied in between.
+TEST(GpuCollectives, CapturedAllReduceReplays) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t counts[2] = {1000, (1 << 20) + 3};
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    float *in[2] = {}, *out[2] = {};
+    for (int k = 0; k < 2; ++k) {
+      cudaMalloc(&in[k], counts[k] * 4);
+      cudaMalloc(&out[k], counts[k] * 4);
+    }
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(ranks[r].stream, mode);
+    for (int k = 0; k < 2 && e == cudaSuccess; ++k)
+      if (ncclAllReduce(in[k], out[k], counts[k], ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) !=
+          ncclSuccess)
+        err[r] = std::string("ncclAllReduce under capture: ") + ncclGetLastError(ranks[r].comm);
+    if (e == cudaSuccess) e = cudaStreamEndCapture(ranks[r].stream, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e != cudaSuccess && err[r].empty()) err[r] = std::string("capture: ") + cudaGetErrorString(e);
+    for (int replay = 0; replay < 3 && err[r].empty(); ++replay) {
+      std::vector<float> h[2];
+      for (int k = 0; k < 2; ++k) {
+        h[k].resize(counts[k]);
+        for (size_t i = 0; i < counts[k]; ++i) h[k][i] = static_cast<float>((i + r + replay) % 9);
+        cudaMemcpyAsync(in[k], h[k].data(), counts[k] * 4, cudaMemcpyHostToDevice, ranks[r].stream);
+      }
+      e = cudaGraphLaunch(exec, ranks[r].stream);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(ranks[r].stream);
+      if (e != cudaSuccess) {
+        err[r] = std::string("replay: ") + cudaGetErrorString(e);
+        break;
+      }
+      for (int k = 0; k < 2 && err[r].empty(); ++k) {
+        cudaMemcpy(h[k].data(), out[k], counts[k] * 4, cudaMemcpyDeviceToHost);
+        for (size_t i = 0; i < counts[k]; ++i) {
+          const float want = static_cast<float>((i + replay) % 9 + (i + 1 + replay) % 9);
+          if (h[k][i] != want) {
+            err[r] = "replay " + std::to_string(replay) + ", count " + std::to_string(counts[k]) + ": element " +
+                     std::to_string(i) + " is " + std::to_string(h[k][i]) + ", expected " + std::to_string(want);
+            break;
+          }
+        }
+      }
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (int k = 0; k < 2; ++k) {
+      cudaFree(in[k]);
+      cudaFree(out[k]);
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
 // A host (non-registered) buffer is an argument error naming the buffer, not a crash.
 TEST(GpuCollectives, HostBufferIsRejected) {
   std::vector<Rank> ranks = make_ranks(1);
