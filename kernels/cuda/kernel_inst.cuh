@@ -10,7 +10,7 @@ namespace cclab {
 namespace cuda {
 
 template <typename T>
-__global__ void __launch_bounds__(640) block_kernel(const LaunchArgs args) {
+__global__ void __launch_bounds__(640) block_kernel(const __grid_constant__ LaunchArgs args) {
   DeviceBlock b{args.abort_flag};
   (void)run_block<T>(b, args.works[blockIdx.x]);
 }

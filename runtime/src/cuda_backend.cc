@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -93,6 +94,12 @@ struct CudaComm {
   // synchronous cudaMemset and cudaMemcpy run on the legacy default stream and may still be in flight
   // when they return, and the kernels run on non-blocking streams that do not wait for it.
   cudaStream_t setup = nullptr;
+  // The communicator's launches in the order they were made, whatever streams they are on: each kernel
+  // reads its connections' steps at start and writes them back at the end, so two of them running at
+  // once would share FIFO slots. A launch on another stream than the last one waits for `last`.
+  cudaEvent_t last = nullptr;
+  cudaStream_t last_stream = nullptr;
+  bool launched = false;
   uint64_t record_capacity = 0;  // step records per block per launch (CCLAB_TRACE)
   double clock_offset_us = 0;    // host now_us() - %globaltimer (us)
   std::mutex mu;
@@ -200,6 +207,7 @@ CudaComm::~CudaComm() {
   if (conns_dev) cudaFree(conns_dev);
   if (views_dev) cudaFree(views_dev);
   if (setup) cudaStreamDestroy(setup);
+  if (last) cudaEventDestroy(last);
   if (abort_host) cudaFreeHost(abort_host);
 }
 
@@ -248,6 +256,7 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
                         static_cast<long long>(nt));
   cc->nthreads = static_cast<int>(nt);
   CUDA_TRY(cudaStreamCreateWithFlags(&cc->setup, cudaStreamNonBlocking), comm);
+  CUDA_TRY(cudaEventCreateWithFlags(&cc->last, cudaEventDisableTiming), comm);
   CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&cc->abort_host), sizeof(int),
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
   *cc->abort_host = 0;
@@ -500,6 +509,15 @@ ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& ar
       return cuda_fail(eg, "cudaGraphRetainUserObject", comm);
     }
   }
+  // Eager launches of one communicator run one after another (CudaComm::last). A graph orders its own
+  // nodes; as with NCCL, replaying it beside other launches of the communicator is the caller's to order.
+  if (graph == nullptr && cc.launched && cc.last_stream != stream) {
+    const cudaError_t ew = cudaStreamWaitEvent(stream, cc.last, 0);
+    if (ew != cudaSuccess) {
+      slot->busy = false;
+      return cuda_fail(ew, "cudaStreamWaitEvent (after the communicator's previous launch)", comm);
+    }
+  }
   const int e = cuda::launch(args, cc.nthreads, stream);
   if (e != 0) {
     if (graph == nullptr) slot->busy = false;  // a captured slot is freed with its graph
@@ -507,6 +525,11 @@ ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& ar
   }
   const cudaError_t e2 = cudaLaunchHostFunc(stream, launch_done, slot);
   if (e2 != cudaSuccess) return cuda_fail(e2, "cudaLaunchHostFunc", comm);
+  if (graph == nullptr) {
+    CUDA_TRY(cudaEventRecord(cc.last, stream), comm);
+    cc.last_stream = stream;
+    cc.launched = true;
+  }
   return ncclSuccess;
 }
 
@@ -525,18 +548,29 @@ ncclResult_t check_buffer(ncclComm_t comm, const void* p, const char* fn, const 
   return ncclSuccess;
 }
 
-ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op) {
-  ncclResult_t r = check_buffer(comm, op.send, op.fn, "sendbuff");
-  if (r == ncclSuccess) r = check_buffer(comm, op.recv, op.fn, "recvbuff");
-  if (r != ncclSuccess) return r;
+// What a collective runs, chosen (and its channels connected) before anything of the group is launched.
+struct PreparedColl {
   CollWork w;
   AlgoKind algo = AlgoKind::kRing;
   size_t total = 0;
-  r = prepare_collective(comm, op, &w, &algo, &total);
+};
+
+ncclResult_t prepare_launch(ncclComm_t comm, const OpDesc& op, PreparedColl* p) {
+  ncclResult_t r = check_buffer(comm, op.send, op.fn, "sendbuff");
+  if (r == ncclSuccess) r = check_buffer(comm, op.recv, op.fn, "recvbuff");
   if (r != ncclSuccess) return r;
-  if (w.nchannels > cuda::kMaxLaunchBlocks)
-    return report_error(ncclInvalidUsage, "%s: %d channels; the CUDA backend launches at most %d", op.fn, w.nchannels,
-                        cuda::kMaxLaunchBlocks);
+  r = prepare_collective(comm, op, &p->w, &p->algo, &p->total);
+  if (r != ncclSuccess) return r;
+  if (p->w.nchannels > cuda::kMaxLaunchBlocks)
+    return report_error(ncclInvalidUsage, "%s: %d channels; the CUDA backend launches at most %d", op.fn,
+                        p->w.nchannels, cuda::kMaxLaunchBlocks);
+  return ncclSuccess;
+}
+
+ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const PreparedColl& p) {
+  const CollWork& w = p.w;
+  const AlgoKind algo = p.algo;
+  const size_t total = p.total;
   CudaComm& cc = *comm->cuda_state;
   CUDA_TRY(cudaSetDevice(cc.dev), comm);
   LaunchSlot* slot = take_slot(comm);
@@ -579,6 +613,20 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op) {
     }
   }
   return launch_slot(comm, slot, *args, op.stream);
+}
+
+// Connects every peer a group's sends and receives of one communicator need: the receiving ends first
+// (they create the FIFOs), then the sending ends (which wait for the peer's receiving end), so ranks
+// connecting at the same time never wait on each other in a cycle.
+ncclResult_t connect_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+  for (int pass = 0; pass < 2; ++pass)
+    for (const OpDesc* o : ops) {
+      if (o->peer == comm->rank || (o->kind == OpDesc::Kind::kSend) != (pass == 1)) continue;
+      Conn* c = nullptr;
+      const ncclResult_t r = pass == 1 ? p2p_connect_send(comm, o->peer, &c) : p2p_connect_recv(comm, o->peer, &c);
+      if (r != ncclSuccess) return r;
+    }
+  return ncclSuccess;
 }
 
 // A group's sends and receives of one communicator: the k-th send to each peer and the k-th receive from
@@ -640,6 +688,14 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
     ncclResult_t r = launch_slot(comm, slot, *args, stream);
     if (r != ncclSuccess) return r;
   }
+  // The group's operations ran on the first one's stream; the other streams named in the group wait for
+  // them, so synchronising any of those streams means its sends and receives are done.
+  if (cc.launched && cc.last_stream == stream && capturing_graph(stream) == nullptr) {
+    std::set<cudaStream_t> others;
+    for (const OpDesc* o : ops)
+      if (o->stream != stream) others.insert(o->stream);
+    for (cudaStream_t o : others) CUDA_TRY(cudaStreamWaitEvent(o, cc.last, 0), comm);
+  }
   return ncclSuccess;
 }
 
@@ -686,19 +742,54 @@ ncclResult_t cuda_launch(std::vector<OpDesc>& ops) {
                           o.fn, it->second, o.comm->rank, o.comm->dev);
     seen[key] = o.comm->rank;
   }
-  std::vector<ncclComm_t> order;
+  std::vector<ncclComm_t> order, comms;
   std::map<ncclComm_t, std::vector<const OpDesc*>> p2p;
   for (const OpDesc& o : ops) {
-    if (o.kind == OpDesc::Kind::kColl) {
-      ncclResult_t r = launch_collective(o.comm, o);
-      if (r != ncclSuccess) return r;
-    } else {
+    if (std::find(comms.begin(), comms.end(), o.comm) == comms.end()) comms.push_back(o.comm);
+    if (o.kind != OpDesc::Kind::kColl) {
       if (!p2p.count(o.comm)) order.push_back(o.comm);
       p2p[o.comm].push_back(&o);
     }
   }
+  // First every operation's choice and connections, then the launches. Channels connect on first use,
+  // and a sending end waits for its peer's receiving end: when one thread drives several ranks (one
+  // per communicator, as nccl-tests -g N does), those ranks connect at once, on a thread each.
+  std::vector<PreparedColl> prepared(ops.size());
+  auto prepare = [&](ncclComm_t c, std::string* error) {
+    RelaxedCapture relaxed_here;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].comm != c || ops[i].kind != OpDesc::Kind::kColl) continue;
+      const ncclResult_t r = prepare_launch(c, ops[i], &prepared[i]);
+      if (r != ncclSuccess) {
+        if (error) *error = last_error();
+        return r;
+      }
+    }
+    const auto it = p2p.find(c);
+    const ncclResult_t r = it == p2p.end() ? ncclSuccess : connect_p2p(c, it->second);
+    if (r != ncclSuccess && error) *error = last_error();
+    return r;
+  };
+  if (comms.size() == 1) {
+    const ncclResult_t r = prepare(comms[0], nullptr);
+    if (r != ncclSuccess) return r;
+  } else {
+    std::vector<ncclResult_t> res(comms.size(), ncclSuccess);
+    std::vector<std::string> errors(comms.size());
+    std::vector<std::thread> threads;
+    for (size_t k = 0; k < comms.size(); ++k)
+      threads.emplace_back([&, k] { res[k] = prepare(comms[k], &errors[k]); });
+    for (auto& t : threads) t.join();
+    for (size_t k = 0; k < comms.size(); ++k)
+      if (res[k] != ncclSuccess) return report_error(res[k], "%s", errors[k].c_str());
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != OpDesc::Kind::kColl) continue;
+    const ncclResult_t r = launch_collective(ops[i].comm, ops[i], prepared[i]);
+    if (r != ncclSuccess) return r;
+  }
   for (ncclComm_t c : order) {
-    ncclResult_t r = launch_p2p(c, p2p[c]);
+    const ncclResult_t r = launch_p2p(c, p2p[c]);
     if (r != ncclSuccess) return r;
   }
   return ncclSuccess;

@@ -340,6 +340,78 @@ TEST(GpuCollectives, PreMulSumReadsTheDeviceScalarWhenItRuns) {
   free_ranks(ranks);
 }
 
+// One thread drives every rank in one group (nccl-tests -g N): the small all_reduce's LL channels
+// connect on first use, each communicator on a thread of its own, instead of the first rank's sending
+// end waiting for a receiving end this thread has not made yet.
+TEST(GpuCollectives, OneThreadDrivesEveryRank) {
+  const int n = 3;
+  std::vector<Rank> ranks = make_ranks(n);
+  for (size_t count : {size_t(1), size_t(1000), size_t(1) << 20}) {
+    std::vector<float*> buf(n);
+    for (int r = 0; r < n; ++r) {
+      cudaSetDevice(ranks[r].dev);
+      cudaMalloc(&buf[r], count * 4);
+      std::vector<float> h(count, static_cast<float>(r + 1));
+      cudaMemcpy(buf[r], h.data(), count * 4, cudaMemcpyHostToDevice);
+    }
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < n; ++r) {
+      cudaSetDevice(ranks[r].dev);
+      ASSERT_EQ(ncclAllReduce(buf[r], buf[r], count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream), ncclSuccess);
+    }
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    for (int r = 0; r < n; ++r) {
+      cudaSetDevice(ranks[r].dev);
+      CUDA_OK(cudaStreamSynchronize(ranks[r].stream));
+      std::vector<float> h(count);
+      cudaMemcpy(h.data(), buf[r], count * 4, cudaMemcpyDeviceToHost);
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(h[i], 6.0f) << "rank " << r << " count " << count << " element " << i;
+      cudaFree(buf[r]);
+    }
+  }
+  free_ranks(ranks);
+}
+
+// Two all_reduces of one communicator on two streams of each rank, not grouped: they must not run at
+// once (they would share the connections' FIFO slots); both results are exact.
+TEST(GpuCollectives, OneCommunicatorOnTwoStreams) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = (1 << 22) + 1;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    cudaStream_t other = nullptr;
+    cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
+    float *a = nullptr, *b = nullptr;
+    cudaMalloc(&a, count * 4);
+    cudaMalloc(&b, count * 4);
+    std::vector<float> h(count, static_cast<float>(r + 1));
+    cudaMemcpy(a, h.data(), count * 4, cudaMemcpyHostToDevice);
+    for (float& x : h) x *= 10.0f;
+    cudaMemcpy(b, h.data(), count * 4, cudaMemcpyHostToDevice);
+    if (ncclAllReduce(a, a, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess ||
+        ncclAllReduce(b, b, count, ncclFloat32, ncclSum, ranks[r].comm, other) != ncclSuccess)
+      err[r] = ncclGetLastError(ranks[r].comm);
+    cudaStreamSynchronize(other);
+    cudaStreamSynchronize(ranks[r].stream);
+    for (int k = 0; k < 2 && err[r].empty(); ++k) {
+      cudaMemcpy(h.data(), k == 0 ? a : b, count * 4, cudaMemcpyDeviceToHost);
+      const float want = k == 0 ? 3.0f : 30.0f;
+      for (size_t i = 0; i < count; ++i)
+        if (h[i] != want) {
+          err[r] = "all_reduce " + std::to_string(k) + " element " + std::to_string(i) + " is " + std::to_string(h[i]);
+          break;
+        }
+    }
+    cudaFree(a);
+    cudaFree(b);
+    cudaStreamDestroy(other);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
 // CUDA graphs: each rank captures an all_reduce (a small one, whose LL connections are made during the
 // capture, and a large one) into a graph and replays it three times with new inputs copied in between.
 TEST(GpuCollectives, CapturedAllReduceReplays) {
