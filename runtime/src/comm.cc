@@ -180,10 +180,17 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   if (comm->cuda) {
     // Ranks sharing a GPU (same host, same bus id) must have all their blocks resident at once.
     const PeerInfo& me = comm->peers[comm->rank];
-    int sharing = 0;
+    int sharing = 0, other_procs = 0;
     for (const PeerInfo& q : comm->peers)
-      if (q.host_hash == me.host_hash && (me.gpu_busid >= 0 ? q.gpu_busid == me.gpu_busid : q.dev == me.dev))
+      if (q.host_hash == me.host_hash && (me.gpu_busid >= 0 ? q.gpu_busid == me.gpu_busid : q.dev == me.dev)) {
         ++sharing;
+        if (q.proc_hash != me.proc_hash) ++other_procs;
+      }
+    if (other_procs > 0)
+      CCLAB_WARN("rank %d: %d rank(s) of other processes share CUDA device %d with it; unless MPS runs, kernels of "
+                 "different processes take turns on a GPU instead of running together, and ranks that spin on each "
+                 "other then advance once per time slice (very slow) - give each process its own GPU, or start MPS",
+                 comm->rank, other_procs, comm->dev);
     int resident = 0;
     if (cuda_resident_blocks(comm->dev, &resident) != ncclSuccess)
       CCLAB_WARN("rank %d: how many blocks device %d holds at once is unknown (%s)", comm->rank, comm->dev,
