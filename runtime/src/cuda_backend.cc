@@ -297,6 +297,17 @@ ncclResult_t cuda_connect_recv(ncclComm_t comm, Conn* conn, TransportKind rendez
     int can = 0;
     if (cudaDeviceCanAccessPeer(&can, comm->peers[peer].dev, cc.dev) != cudaSuccess) can = 0;
     p2p = can != 0;
+  } else if (p2p && !same_proc && comm->peers[peer].gpu_busid >= 0 &&
+             comm->peers[peer].gpu_busid != comm->peers[comm->rank].gpu_busid) {
+    // Another process's GPU: when this process sees it too, ask CUDA whether it reaches this one's memory
+    // (CUDA IPC would fail later where it cannot); otherwise go by the model (p2p_allowed).
+    int pdev = -1, can = 0;
+    if (cudaDeviceGetByPCIBusId(&pdev, pci_busid_string(comm->peers[peer].gpu_busid).c_str()) == cudaSuccess) {
+      if (cudaDeviceCanAccessPeer(&can, pdev, cc.dev) != cudaSuccess) can = 0;
+      p2p = can != 0;
+    } else {
+      (void)cudaGetLastError();
+    }
   }
   CudaConnDesc desc{};
   desc.dev = cc.dev;
@@ -325,8 +336,8 @@ ncclResult_t cuda_connect_recv(ncclComm_t comm, Conn* conn, TransportKind rendez
   } else {
     if (param_int("NCCL_SHM_DISABLE", 0))
       return report_error(ncclInvalidUsage,
-                          "no transport from rank %d to rank %d: GPU peer access is off (NCCL_P2P_DISABLE or "
-                          "NCCL_P2P_LEVEL) and NCCL_SHM_DISABLE=1",
+                          "no transport from rank %d to rank %d: GPU peer access is off (NCCL_P2P_DISABLE, "
+                          "NCCL_P2P_LEVEL, or GPUs that cannot reach each other) and NCCL_SHM_DISABLE=1",
                           peer, comm->rank);
     std::shared_ptr<Segment> fifo;
     const std::string fifo_name = name + "-cufifo";
