@@ -310,17 +310,14 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   RankPlacement place;
   place.rank_machine = comm->rank_node;
   place.rank_dev = comm->rank_dev;
-  // Channels NCCL would run on the modelled GPUs (the cost model's; NCCL_MIN/MAX_NCHANNELS bound them).
-  const int modelled = modelled_channels(comm->ring_graph, comm->tree_graph,
-                                         static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
-                                         static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
   if (comm->cuda) {
     // On GPUs the communicator runs what the model says a GPU would (every rank built the same model,
-    // so every rank comes to the same count), within what one launch and the GPU can hold.
+    // so every rank comes to the same count), within the agreed bounds and what one launch and the GPU
+    // can hold.
     std::string note;
-    comm->nchannels = cuda_channel_count(
-        comm->virtual_model ? 0 : modelled_channels(comm->ring_graph, comm->tree_graph, comm->channel_lo, comm->channel_hi),
-        comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks, comm->channel_cap, &note);
+    comm->nchannels = cuda_channel_count(comm->virtual_model ? 0 : modelled_channels(comm->ring_graph, comm->tree_graph),
+                                         comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks, comm->channel_cap,
+                                         &note);
     if (comm->rank == 0)
       CCLAB_INFO(kLogInit | kLogTuning, "%d channels on the CUDA backend (%s%s%s)", comm->nchannels,
                  comm->virtual_model ? "virtual model: 16 by default" : "as NCCL would run on the modelled machine",
@@ -350,10 +347,13 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     }
   }
 
-  // Cost model, for the channels the modelled GPUs would run (the host backend itself runs
-  // comm->nchannels; the CUDA backend runs its channels and is modelled with them).
-  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place,
-                                   comm->cuda ? comm->nchannels : modelled);
+  // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the
+  // host backend itself runs comm->nchannels, the CUDA backend runs its channels and is modelled with them).
+  const int modelled = comm->cuda ? comm->nchannels
+                                  : modelled_channels(comm->ring_graph, comm->tree_graph,
+                                                      static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
+                                                      static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
+  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
   in.enable = comm->algo_proto;
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);

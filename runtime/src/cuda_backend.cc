@@ -117,12 +117,12 @@ void free_slot_memory(LaunchSlot* s) {
 }
 
 // A free launch slot (or a new one); nullptr with the error reported.
-LaunchSlot* take_slot(ncclComm_t comm) {
+std::shared_ptr<LaunchSlot> take_slot(ncclComm_t comm) {
   CudaComm& cc = *comm->cuda_state;
   std::lock_guard<std::mutex> lk(cc.mu);
   for (auto& s : cc.slots) {
     bool expected = false;
-    if (s->busy.compare_exchange_strong(expected, true)) return s.get();
+    if (s->busy.compare_exchange_strong(expected, true)) return s;
   }
   auto s = std::make_shared<LaunchSlot>();
   cudaError_t e = cudaHostAlloc(reinterpret_cast<void**>(&s->status), sizeof(BlockStatus) * cuda::kMaxLaunchBlocks,
@@ -137,9 +137,12 @@ LaunchSlot* take_slot(ncclComm_t comm) {
     return nullptr;
   }
   s->busy = true;
-  cc.slots.push_back(std::move(s));
-  return cc.slots.back().get();
+  cc.slots.push_back(s);
+  return s;
 }
+
+// NCCL_NTHREADS: threads per channel block, whole warps from 64 to 640.
+bool nthreads_valid(int64_t nt) { return nt >= 64 && nt <= 640 && nt % 32 == 0; }
 
 template <typename T>
 T* device_view(T* host) {
@@ -251,7 +254,7 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
   comm->cuda_state = cc;
   CUDA_TRY(cudaSetDevice(cc->dev), comm);
   const int64_t nt = param_int("NCCL_NTHREADS", cuda::kDefaultThreads);
-  if (nt < 64 || nt > 640 || nt % 32 != 0)
+  if (!nthreads_valid(nt))
     return report_error(ncclInvalidArgument, "NCCL_NTHREADS=%lld is invalid: use a multiple of 32 from 64 to 640",
                         static_cast<long long>(nt));
   cc->nthreads = static_cast<int>(nt);
@@ -293,21 +296,19 @@ ncclResult_t cuda_connect_recv(ncclComm_t comm, Conn* conn, TransportKind rendez
   const size_t bytes = fifo_total_bytes(static_cast<size_t>(buff_bytes));
   const bool same_proc = comm->peers[peer].proc_hash == comm->peers[comm->rank].proc_hash;
   bool p2p = p2p_allowed(comm, peer);
-  if (p2p && same_proc && comm->peers[peer].dev != cc.dev) {
+  // The sender's GPU as this process numbers it: its own device in this process; for another process,
+  // its bus id looked up here (-1 when this process does not see it: then the model decides alone).
+  // CUDA then says whether it reaches this GPU's memory (a CUDA IPC mapping would fail where it cannot).
+  int sender_dev = same_proc ? comm->peers[peer].dev : -1;
+  if (!same_proc && comm->peers[peer].gpu_busid >= 0 && comm->peers[peer].gpu_busid != comm->peers[comm->rank].gpu_busid &&
+      cudaDeviceGetByPCIBusId(&sender_dev, pci_busid_string(comm->peers[peer].gpu_busid).c_str()) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sender_dev = -1;
+  }
+  if (p2p && sender_dev >= 0 && sender_dev != cc.dev) {
     int can = 0;
-    if (cudaDeviceCanAccessPeer(&can, comm->peers[peer].dev, cc.dev) != cudaSuccess) can = 0;
+    if (cudaDeviceCanAccessPeer(&can, sender_dev, cc.dev) != cudaSuccess) can = 0;
     p2p = can != 0;
-  } else if (p2p && !same_proc && comm->peers[peer].gpu_busid >= 0 &&
-             comm->peers[peer].gpu_busid != comm->peers[comm->rank].gpu_busid) {
-    // Another process's GPU: when this process sees it too, ask CUDA whether it reaches this one's memory
-    // (CUDA IPC would fail later where it cannot); otherwise go by the model (p2p_allowed).
-    int pdev = -1, can = 0;
-    if (cudaDeviceGetByPCIBusId(&pdev, pci_busid_string(comm->peers[peer].gpu_busid).c_str()) == cudaSuccess) {
-      if (cudaDeviceCanAccessPeer(&can, pdev, cc.dev) != cudaSuccess) can = 0;
-      p2p = can != 0;
-    } else {
-      (void)cudaGetLastError();
-    }
   }
   CudaConnDesc desc{};
   desc.dev = cc.dev;
@@ -480,8 +481,10 @@ cudaGraph_t capturing_graph(cudaStream_t stream) {
   return status == cudaStreamCaptureStatusActive ? graph : nullptr;
 }
 
-ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& args, cudaStream_t stream) {
+ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& owned, cuda::LaunchArgs& args,
+                         cudaStream_t stream) {
   CudaComm& cc = *comm->cuda_state;
+  LaunchSlot* slot = owned.get();
   for (int b = 0; b < args.nblocks; ++b) {
     slot->status[b] = BlockStatus{};
     args.works[b].status = device_view(slot->status + b);
@@ -498,12 +501,6 @@ ncclResult_t launch_slot(ncclComm_t comm, LaunchSlot* slot, cuda::LaunchArgs& ar
   // owned by the graph frees the slot then.
   const cudaGraph_t graph = capturing_graph(stream);
   if (graph != nullptr) {
-    std::shared_ptr<LaunchSlot> owned;
-    {
-      std::lock_guard<std::mutex> lk(cc.mu);
-      for (auto& p : cc.slots)
-        if (p.get() == slot) owned = p;
-    }
     cudaUserObject_t obj = nullptr;
     auto* holder = new std::shared_ptr<LaunchSlot>(owned);
     cudaError_t eg = cudaUserObjectCreate(&obj, holder, release_graph_slot, 1, cudaUserObjectNoDestructorSync);
@@ -584,7 +581,7 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
   const size_t total = p.total;
   CudaComm& cc = *comm->cuda_state;
   CUDA_TRY(cudaSetDevice(cc.dev), comm);
-  LaunchSlot* slot = take_slot(comm);
+  const std::shared_ptr<LaunchSlot> slot = take_slot(comm);
   if (slot == nullptr) return ncclUnhandledCudaError;
   slot->comm = comm;
   slot->fn = op.fn;
@@ -691,7 +688,7 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
       b.conn[send ? 1 : 0] = dev_conn(comm, *c);
     }
     if (args->nblocks == 0) break;
-    LaunchSlot* slot = take_slot(comm);
+    const std::shared_ptr<LaunchSlot> slot = take_slot(comm);
     if (slot == nullptr) return ncclUnhandledCudaError;
     slot->comm = comm;
     slot->fn = "ncclSend/ncclRecv";
@@ -921,7 +918,7 @@ ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_i
 
 ncclResult_t cuda_resident_blocks(int dev, int* blocks) {
   int64_t nt = param_int("NCCL_NTHREADS", cuda::kDefaultThreads);
-  if (nt < 64 || nt > 640 || nt % 32 != 0) nt = cuda::kDefaultThreads;  // cuda_attach refuses it with a message
+  if (!nthreads_valid(nt)) nt = cuda::kDefaultThreads;  // cuda_attach refuses it with a message
   DeviceGuard guard;
   CUDA_TRY(cudaSetDevice(dev), nullptr);
   const int e = cuda::resident_blocks(static_cast<int>(nt), blocks);

@@ -134,6 +134,26 @@ void free_ranks(std::vector<Rank>& ranks) {
   });
 }
 
+// A new buffer on the current device holding `count` floats f(i).
+float* device_floats(size_t count, const std::function<float(size_t)>& f) {
+  std::vector<float> h(count);
+  for (size_t i = 0; i < count; ++i) h[i] = f(i);
+  float* d = nullptr;
+  cudaMalloc(&d, count * 4);
+  cudaMemcpy(d, h.data(), count * 4, cudaMemcpyHostToDevice);
+  return d;
+}
+
+// "" when the `count` floats at d (current device) are want(i); else the first that is not.
+std::string check_floats(const float* d, size_t count, const std::function<float(size_t)>& want) {
+  std::vector<float> h(count);
+  cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost);
+  for (size_t i = 0; i < count; ++i)
+    if (h[i] != want(i))
+      return "element " + std::to_string(i) + " is " + std::to_string(h[i]) + ", expected " + std::to_string(want(i));
+  return "";
+}
+
 enum Coll { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce };
 const char* kCollNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"};
 
@@ -267,21 +287,17 @@ TEST(GpuCollectives, SendRecvRingShift) {
     std::vector<std::string> err(n);
     each_rank(n, [&](int r) {
       cudaSetDevice(ranks[r].dev);
-      float *s = nullptr, *d = nullptr;
-      cudaMalloc(&s, count * 4);
+      float* s = device_floats(count, [&](size_t i) { return static_cast<float>(r * 1000 + i % 1000); });
+      float* d = nullptr;
       cudaMalloc(&d, count * 4);
-      std::vector<float> h(count);
-      for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>(r * 1000 + i % 1000);
-      cudaMemcpy(s, h.data(), count * 4, cudaMemcpyHostToDevice);
       ncclGroupStart();
       ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, ranks[r].stream);
       ncclRecv(d, count, ncclFloat32, (r + n - 1) % n, ranks[r].comm, ranks[r].stream);
       if (ncclGroupEnd() != ncclSuccess) err[r] = ncclGetLastError(ranks[r].comm);
       cudaStreamSynchronize(ranks[r].stream);
-      cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost);
       const int from = (r + n - 1) % n;
-      for (size_t i = 0; err[r].empty() && i < count; ++i)
-        if (h[i] != static_cast<float>(from * 1000 + i % 1000)) err[r] = "element " + std::to_string(i);
+      if (err[r].empty())
+        err[r] = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 1000 + i % 1000); });
       cudaFree(s);
       cudaFree(d);
     });
@@ -301,18 +317,13 @@ TEST(GpuCollectives, PreMulSumReadsTheDeviceScalarWhenItRuns) {
   each_rank(n, [&](int r) {
     if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     cudaSetDevice(ranks[r].dev);
-    float *in = nullptr, *a = nullptr, *b = nullptr, *scalar = nullptr, *five = nullptr;
-    cudaMalloc(&in, count * 4);
+    float* in = device_floats(count, [&](size_t i) { return static_cast<float>((i + r) % 5); });
+    float* scalar = device_floats(1, [](size_t) { return 3.0f; });
+    float *a = nullptr, *b = nullptr, *five = nullptr;
     cudaMalloc(&a, count * 4);
     cudaMalloc(&b, count * 4);
-    cudaMalloc(&scalar, 4);
     cudaMallocHost(&five, 4);
     *five = 5.0f;
-    const float three = 3.0f;
-    cudaMemcpy(scalar, &three, 4, cudaMemcpyHostToDevice);
-    std::vector<float> h(count);
-    for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>((i + r) % 5);
-    cudaMemcpy(in, h.data(), count * 4, cudaMemcpyHostToDevice);
     ncclRedOp_t op;
     if (ncclRedOpCreatePreMulSum(&op, scalar, ncclFloat32, ncclScalarDevice, ranks[r].comm) != ncclSuccess) {
       err[r] = ncclGetLastError(ranks[r].comm);
@@ -323,12 +334,8 @@ TEST(GpuCollectives, PreMulSumReadsTheDeviceScalarWhenItRuns) {
     if (ncclAllReduce(in, b, count, ncclFloat32, op, ranks[r].comm, ranks[r].stream) != ncclSuccess)
       err[r] = ncclGetLastError(ranks[r].comm);
     cudaStreamSynchronize(ranks[r].stream);
-    cudaMemcpy(h.data(), b, count * 4, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; err[r].empty() && i < count; ++i) {
-      const float want = 5.0f * static_cast<float>(i % 5 + (i + 1) % 5);
-      if (h[i] != want)
-        err[r] = "element " + std::to_string(i) + " is " + std::to_string(h[i]) + ", expected " + std::to_string(want);
-    }
+    if (err[r].empty())
+      err[r] = check_floats(b, count, [](size_t i) { return 5.0f * static_cast<float>(i % 5 + (i + 1) % 5); });
     ncclRedOpDestroy(op, ranks[r].comm);
     cudaFree(in);
     cudaFree(a);
@@ -350,9 +357,7 @@ TEST(GpuCollectives, OneThreadDrivesEveryRank) {
     std::vector<float*> buf(n);
     for (int r = 0; r < n; ++r) {
       cudaSetDevice(ranks[r].dev);
-      cudaMalloc(&buf[r], count * 4);
-      std::vector<float> h(count, static_cast<float>(r + 1));
-      cudaMemcpy(buf[r], h.data(), count * 4, cudaMemcpyHostToDevice);
+      buf[r] = device_floats(count, [&](size_t) { return static_cast<float>(r + 1); });
     }
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
     for (int r = 0; r < n; ++r) {
@@ -363,9 +368,7 @@ TEST(GpuCollectives, OneThreadDrivesEveryRank) {
     for (int r = 0; r < n; ++r) {
       cudaSetDevice(ranks[r].dev);
       CUDA_OK(cudaStreamSynchronize(ranks[r].stream));
-      std::vector<float> h(count);
-      cudaMemcpy(h.data(), buf[r], count * 4, cudaMemcpyDeviceToHost);
-      for (size_t i = 0; i < count; ++i) ASSERT_EQ(h[i], 6.0f) << "rank " << r << " count " << count << " element " << i;
+      ASSERT_EQ(check_floats(buf[r], count, [](size_t) { return 6.0f; }), "") << "rank " << r << " count " << count;
       cudaFree(buf[r]);
     }
   }
@@ -383,26 +386,16 @@ TEST(GpuCollectives, OneCommunicatorOnTwoStreams) {
     cudaSetDevice(ranks[r].dev);
     cudaStream_t other = nullptr;
     cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
-    float *a = nullptr, *b = nullptr;
-    cudaMalloc(&a, count * 4);
-    cudaMalloc(&b, count * 4);
-    std::vector<float> h(count, static_cast<float>(r + 1));
-    cudaMemcpy(a, h.data(), count * 4, cudaMemcpyHostToDevice);
-    for (float& x : h) x *= 10.0f;
-    cudaMemcpy(b, h.data(), count * 4, cudaMemcpyHostToDevice);
+    float* a = device_floats(count, [&](size_t) { return static_cast<float>(r + 1); });
+    float* b = device_floats(count, [&](size_t) { return 10.0f * static_cast<float>(r + 1); });
     if (ncclAllReduce(a, a, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess ||
         ncclAllReduce(b, b, count, ncclFloat32, ncclSum, ranks[r].comm, other) != ncclSuccess)
       err[r] = ncclGetLastError(ranks[r].comm);
     cudaStreamSynchronize(other);
     cudaStreamSynchronize(ranks[r].stream);
     for (int k = 0; k < 2 && err[r].empty(); ++k) {
-      cudaMemcpy(h.data(), k == 0 ? a : b, count * 4, cudaMemcpyDeviceToHost);
-      const float want = k == 0 ? 3.0f : 30.0f;
-      for (size_t i = 0; i < count; ++i)
-        if (h[i] != want) {
-          err[r] = "all_reduce " + std::to_string(k) + " element " + std::to_string(i) + " is " + std::to_string(h[i]);
-          break;
-        }
+      const std::string e = check_floats(k == 0 ? a : b, count, [k](size_t) { return k == 0 ? 3.0f : 30.0f; });
+      if (!e.empty()) err[r] = "all_reduce " + std::to_string(k) + ": " + e;
     }
     cudaFree(a);
     cudaFree(b);
@@ -451,15 +444,10 @@ TEST(GpuCollectives, CapturedAllReduceReplays) {
         break;
       }
       for (int k = 0; k < 2 && err[r].empty(); ++k) {
-        cudaMemcpy(h[k].data(), out[k], counts[k] * 4, cudaMemcpyDeviceToHost);
-        for (size_t i = 0; i < counts[k]; ++i) {
-          const float want = static_cast<float>((i + replay) % 9 + (i + 1 + replay) % 9);
-          if (h[k][i] != want) {
-            err[r] = "replay " + std::to_string(replay) + ", count " + std::to_string(counts[k]) + ": element " +
-                     std::to_string(i) + " is " + std::to_string(h[k][i]) + ", expected " + std::to_string(want);
-            break;
-          }
-        }
+        const std::string e = check_floats(out[k], counts[k], [replay](size_t i) {
+          return static_cast<float>((i + replay) % 9 + (i + 1 + replay) % 9);
+        });
+        if (!e.empty()) err[r] = "replay " + std::to_string(replay) + ", count " + std::to_string(counts[k]) + ": " + e;
       }
     }
     if (exec) cudaGraphExecDestroy(exec);
