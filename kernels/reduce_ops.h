@@ -155,16 +155,10 @@ struct RedOp {
       : kind_(arg.kind),
         combine_(arg.kind == RedOpKind::kPreMulSum || arg.kind == RedOpKind::kSumPostDiv ? RedOpKind::kSum : arg.kind),
         nranks_(arg.nranks > 0 ? arg.nranks : 1),
-        scalar_(arg.kind == RedOpKind::kPreMulSum
-                    ? detail::Arith<T>::load_scalar(arg.scalar_ptr != nullptr ? bits_at(arg.scalar_ptr) : arg.scalar_bits)
-                    : Scalar{}) {}
-
-  // The sizeof(T) bytes at p, zero-extended as scalar_bits holds them.
-  CCLAB_HD static uint64_t bits_at(const void* p) {
-    uint64_t bits = 0;
-    __builtin_memcpy(&bits, p, sizeof(T));
-    return bits;
-  }
+        scalar_(arg.kind != RedOpKind::kPreMulSum ? Scalar{}
+                : arg.scalar_ptr != nullptr
+                    ? detail::Arith<T>::load_scalar(scalar_to_bits(*static_cast<const T*>(arg.scalar_ptr)))
+                    : detail::Arith<T>::load_scalar(arg.scalar_bits)) {}
 
   // Combines two partial results.
   CCLAB_HD CCLAB_FORCEINLINE T operator()(T a, T b) const {
