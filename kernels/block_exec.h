@@ -190,10 +190,12 @@ class BlockExec {
   CCLAB_HD CCLAB_DEVICE_NOINLINE void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     reduce_copy_lanes(op, d0, d1, a, b, n, pre, post, b_.tid(), b_.nthreads());
   }
+  // A lane's own few elements (a line protocol's line or part): the serial loop, as on the host; the
+  // block's unrolled loop would only add code there.
   template <typename T>
   CCLAB_HD void reduce_copy_lane(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre,
                                  bool post) {
-    reduce_copy_lanes(op, d0, d1, a, b, n, pre, post, 0, 1);
+    cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
   }
   CCLAB_HD int lane() const { return b_.tid(); }
   CCLAB_HD int lanes() const { return b_.nthreads(); }

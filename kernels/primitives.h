@@ -117,25 +117,33 @@ class PrimitivesBase {
   // post applied by the last step only -- and the result copied into extra[0..nextra-1]. in == nullptr:
   // only received data (copied when nr == 1). Every executor runs this same sequence, so a rank that
   // reduces three children's slices rounds exactly as on any other backend.
+  // The pass that produces the final value writes extra[0] too (the data loop's second destination), as
+  // NCCL's reduceCopy writes all its destinations in one loop: a ring's recvReduceCopySend or
+  // recvCopySend stores its output and the next rank's slot without reading the output back. Further
+  // extras (a tree's second and third child) are copied from d0.
   // kLane: the data is this lane's alone (a line protocol's group of lines in registers), so the executor
   // runs the loop on this lane only (Exec::reduce_copy_lane) instead of spreading it over the block.
   template <bool kLane = false>
   CCLAB_HD void combine(T* d0, T* const* extra, int nextra, const T* const* rsrc, int nr, const T* in, size_t n,
                         bool pre, bool post) {
+    T* const d1 = nextra > 0 ? extra[0] : static_cast<T*>(nullptr);
+    const bool computes = in != nullptr || nr > 0;  // otherwise d0 already holds the value
     if (in != nullptr) {
-      rc<kLane>(d0, nr > 0 ? rsrc[0] : static_cast<const T*>(nullptr), in, n, pre, post && nr <= 1);
+      rc<kLane>(d0, nr <= 1 ? d1 : nullptr, nr > 0 ? rsrc[0] : static_cast<const T*>(nullptr), in, n, pre,
+                post && nr <= 1);
     } else if (nr > 0) {
-      rc<kLane>(d0, static_cast<const T*>(nullptr), rsrc[0], n, false, post && nr == 1);
+      rc<kLane>(d0, nr == 1 ? d1 : nullptr, static_cast<const T*>(nullptr), rsrc[0], n, false, post && nr == 1);
     }
-    for (int i = 1; i < nr; ++i) rc<kLane>(d0, rsrc[i], d0, n, false, post && i == nr - 1);
-    for (int j = 0; j < nextra; ++j) rc<kLane>(extra[j], static_cast<const T*>(nullptr), d0, n, false, false);
+    for (int i = 1; i < nr; ++i) rc<kLane>(d0, i == nr - 1 ? d1 : nullptr, rsrc[i], d0, n, false, post && i == nr - 1);
+    for (int j = computes ? 1 : 0; j < nextra; ++j)
+      rc<kLane>(extra[j], static_cast<T*>(nullptr), static_cast<const T*>(nullptr), d0, n, false, false);
   }
   template <bool kLane>
-  CCLAB_HD CCLAB_FORCEINLINE void rc(T* d, const T* a, const T* b, size_t n, bool pre, bool post) {
+  CCLAB_HD CCLAB_FORCEINLINE void rc(T* d, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     if constexpr (kLane)
-      exec_.reduce_copy_lane(op_, d, static_cast<T*>(nullptr), a, b, n, pre, post);
+      exec_.reduce_copy_lane(op_, d, d1, a, b, n, pre, post);
     else
-      exec_.reduce_copy(op_, d, static_cast<T*>(nullptr), a, b, n, pre, post);
+      exec_.reduce_copy(op_, d, d1, a, b, n, pre, post);
   }
 
   // One event per peer a slice went to (or, for a receive-only step, came from).
@@ -283,8 +291,16 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         int nd = 0;
         if (DST) dsts[nd++] = output_ + out_off + offset;
         for (int j = 0; j < ns; ++j) dsts[nd++] = reinterpret_cast<T*>(sends_[j]->slot(send_step[j]));
-        if (nd > 0)
-          this->combine(dsts[0], dsts + 1, nd - 1, rsrc, nr, SRC ? input_ + in_off + offset : nullptr, n, pre, post);
+        const T* in = SRC ? input_ + in_off + offset : nullptr;
+        if (!DST && nr > 1 && ns > 0) {
+          // An inner tree rank folding several children into its parent's slot (in the parent's memory)
+          // would read that slot back for every further child. It folds into the first child's slot
+          // instead - in this rank's memory, and consumed by this step - and the last fold writes the
+          // parent's slot too. The same operations in the same order, so the same bytes.
+          this->combine(const_cast<T*>(rsrc[0]), dsts, nd, rsrc, nr, in, n, pre, post);
+        } else if (nd > 0) {
+          this->combine(dsts[0], dsts + 1, nd - 1, rsrc, nr, in, n, pre, post);
+        }
       }
       for (int i = 0; i < nr; ++i) {
         recvs_[i]->step = recv_step[i] + kStepsPerSlice;
@@ -292,7 +308,9 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
       }
       for (int j = 0; j < ns; ++j) {
         ConnInfo* c = sends_[j];
-        c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+        // One lane records the size (a remote store per warp otherwise); post's barrier and fence order it
+        // before the tail like the data.
+        if (exec_.lane() == 0) c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
         exec_.wire(*c, n * sizeof(T));
         c->step = send_step[j] + kStepsPerSlice;
         exec_.post(&c->hdr->tail, c->step);

@@ -171,8 +171,9 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         const uint64_t credit = need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0;
         if (!exec_.wait_ge(&sc->hdr->head, credit, w)) return abort_now();
         const bool clean = Proto::needs_clean(send_step[j]);
-        sc->hdr->sizes[send_step[j] % kNcclSteps] =
-            static_cast<int32_t>((clean ? static_cast<size_t>(step_lines) : nlines) * Proto::kLineBytes);
+        if (exec_.lane() == 0)  // one remote store, not one per warp
+          sc->hdr->sizes[send_step[j] % kNcclSteps] =
+              static_cast<int32_t>((clean ? static_cast<size_t>(step_lines) : nlines) * Proto::kLineBytes);
         sl[j] = reinterpret_cast<Line*>(sc->slot(send_step[j]));
       }
       for (int i = 0; i < nr; ++i) {

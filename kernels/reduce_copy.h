@@ -58,6 +58,11 @@ namespace cclab {
 // (a tree rank folding in three children, then copying the result out) give every element to the same
 // lane and need no barrier in between. A pack whose pointers are all 16-byte aligned moves with one
 // 16-byte load or store per operand (a uint4 on a GPU); other packs and the tail go element by element.
+// As NCCL's reduceCopy, a lane loads kRcUnroll of its packs (every source) before it combines and
+// stores any of them, so each lane keeps that many loads in flight instead of one: the loop is bound
+// by memory latency, and a store through a pointer that may alias the next pack's source would
+// otherwise keep the compiler from issuing the next loads early. (Sources may alias dst0 exactly, the
+// in-place case; a pack is read whole before it is written, so that stays correct.)
 // Every element gets exactly the operations reduce_copy gives it, so the lanes together produce the
 // serial loop's bytes (tests/runtime/block_exec_test.cc holds that against the host executor).
 
@@ -66,6 +71,9 @@ struct alignas(16) Pack16 {
   static constexpr int kN = sizeof(T) <= 16 ? static_cast<int>(16 / sizeof(T)) : 1;
   T v[kN];
 };
+
+// Packs a lane has in flight at once (NCCL's COLL_UNROLL).
+constexpr int kRcUnroll = 4;
 
 CCLAB_HD inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
@@ -90,37 +98,79 @@ CCLAB_HD CCLAB_FORCEINLINE void store_pack(T* p, const Pack16<T>& x) {
 
 namespace detail {
 
-// One element as reduce_copy computes it.
-template <typename T, typename Fn>
-CCLAB_HD CCLAB_FORCEINLINE T rc_elem(const RedOp<T>& op, Fn fn, const T* a, T b, size_t i, bool do_pre, bool do_post) {
-  T v = do_pre ? op.pre_op(b) : b;
-  if (a != nullptr) v = fn(a[i], v);
-  return do_post ? op.post_op(v) : v;
+// One element as reduce_copy computes it: post(fn(a, pre(b))), `a` only when kA, pre and post only when
+// kOps and asked for.
+template <bool kA, bool kOps, typename T, typename Fn>
+CCLAB_HD CCLAB_FORCEINLINE T rc_val(const RedOp<T>& op, Fn fn, T a, T b, bool do_pre, bool do_post) {
+  T v = b;
+  if (kOps && do_pre) v = op.pre_op(v);
+  if (kA) v = fn(a, v);
+  if (kOps && do_post) v = op.post_op(v);
+  return v;
 }
 
-template <typename T, typename Fn>
+template <bool kA, bool kOps, typename T, typename Fn>
 CCLAB_HD void reduce_copy_lanes_fn(const RedOp<T>& op, Fn fn, T* dst0, T* dst1, const T* a, const T* b, size_t n,
                                    bool do_pre, bool do_post, int lane, int lanes) {
   constexpr size_t kPack = static_cast<size_t>(Pack16<T>::kN);
   const size_t npacks = (n + kPack - 1) / kPack;
+  const size_t stride = static_cast<size_t>(lanes);
   const bool vec = sizeof(T) <= 16 && aligned16(dst0) && (dst1 == nullptr || aligned16(dst1)) &&
-                   (a == nullptr || aligned16(a)) && aligned16(b);
-  for (size_t p = static_cast<size_t>(lane); p < npacks; p += static_cast<size_t>(lanes)) {
-    const size_t i0 = p * kPack;
-    if (vec && i0 + kPack <= n) {
-      const Pack16<T> xb = load_pack(b + i0);
-      Pack16<T> r;
-      for (size_t j = 0; j < kPack; ++j) r.v[j] = rc_elem(op, fn, a != nullptr ? a + i0 : a, xb.v[j], j, do_pre, do_post);
-      store_pack(dst0 + i0, r);
-      if (dst1 != nullptr) store_pack(dst1 + i0, r);
-    } else {
-      const size_t end = i0 + kPack < n ? i0 + kPack : n;
-      for (size_t i = i0; i < end; ++i) {
-        const T r = rc_elem(op, fn, a, b[i], i, do_pre, do_post);
-        dst0[i] = r;
-        if (dst1 != nullptr) dst1[i] = r;
+                   (!kA || aligned16(a)) && aligned16(b);
+  size_t p = static_cast<size_t>(lane);
+  if (vec) {
+    const size_t full = n / kPack;  // packs with kPack elements
+    // kRcUnroll of this lane's packs at a time: p, p + stride, ... (the mapping is unchanged).
+    for (; p + (kRcUnroll - 1) * stride < full; p += kRcUnroll * stride) {
+      Pack16<T> xa[kRcUnroll], xb[kRcUnroll];
+      for (int u = 0; u < kRcUnroll; ++u) xb[u] = load_pack(b + (p + u * stride) * kPack);
+      if (kA)
+        for (int u = 0; u < kRcUnroll; ++u) xa[u] = load_pack(a + (p + u * stride) * kPack);
+      for (int u = 0; u < kRcUnroll; ++u) {
+        Pack16<T> r;
+        for (size_t j = 0; j < kPack; ++j)
+          r.v[j] = rc_val<kA, kOps>(op, fn, kA ? xa[u].v[j] : T(), xb[u].v[j], do_pre, do_post);
+        store_pack(dst0 + (p + u * stride) * kPack, r);
+        if (dst1 != nullptr) store_pack(dst1 + (p + u * stride) * kPack, r);
       }
     }
+    for (; p < full; p += stride) {
+      const Pack16<T> xb = load_pack(b + p * kPack);
+      Pack16<T> xa;
+      if (kA) xa = load_pack(a + p * kPack);
+      Pack16<T> r;
+      for (size_t j = 0; j < kPack; ++j) r.v[j] = rc_val<kA, kOps>(op, fn, kA ? xa.v[j] : T(), xb.v[j], do_pre, do_post);
+      store_pack(dst0 + p * kPack, r);
+      if (dst1 != nullptr) store_pack(dst1 + p * kPack, r);
+    }
+  }
+  // Unaligned operands, and the last partial pack: element by element.
+  for (; p < npacks; p += stride) {
+    const size_t i0 = p * kPack;
+    const size_t end = i0 + kPack < n ? i0 + kPack : n;
+    for (size_t i = i0; i < end; ++i) {
+      const T r = rc_val<kA, kOps>(op, fn, kA ? a[i] : T(), b[i], do_pre, do_post);
+      dst0[i] = r;
+      if (dst1 != nullptr) dst1[i] = r;
+    }
+  }
+}
+
+template <typename T, typename Fn>
+CCLAB_HD CCLAB_FORCEINLINE void reduce_copy_lanes_dispatch(const RedOp<T>& op, Fn fn, T* dst0, T* dst1, const T* a,
+                                                           const T* b, size_t n, bool do_pre, bool do_post, int lane,
+                                                           int lanes) {
+  const bool ops = do_pre || do_post;
+  if (a != nullptr) {
+    if (ops)
+      reduce_copy_lanes_fn<true, true>(op, fn, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+    else
+      reduce_copy_lanes_fn<true, false>(op, fn, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+  } else {
+    if (ops)
+      reduce_copy_lanes_fn<false, true>(op, fn, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+    else
+      reduce_copy_lanes_fn<false, false>(op, fn, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
   }
 }
 
@@ -132,18 +182,19 @@ CCLAB_HD void reduce_copy_lanes(const RedOp<T>& op, T* dst0, T* dst1, const T* a
   if (n == 0) return;
   const bool do_pre = pre_b && op.has_pre_op();
   const bool do_post = post && op.has_post_op();
-  switch (op.combine_kind()) {
+  // Without a second source the op's combine is never called: one copy loop serves every kind.
+  switch (a == nullptr ? RedOpKind::kSum : op.combine_kind()) {
     case RedOpKind::kProd:
-      detail::reduce_copy_lanes_fn(op, detail::ProdFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+      detail::reduce_copy_lanes_dispatch(op, detail::ProdFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
       break;
     case RedOpKind::kMax:
-      detail::reduce_copy_lanes_fn(op, detail::MaxFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+      detail::reduce_copy_lanes_dispatch(op, detail::MaxFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
       break;
     case RedOpKind::kMin:
-      detail::reduce_copy_lanes_fn(op, detail::MinFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+      detail::reduce_copy_lanes_dispatch(op, detail::MinFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
       break;
     default:
-      detail::reduce_copy_lanes_fn(op, detail::SumFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
+      detail::reduce_copy_lanes_dispatch(op, detail::SumFn<T>{}, dst0, dst1, a, b, n, do_pre, do_post, lane, lanes);
       break;
   }
 }

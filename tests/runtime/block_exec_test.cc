@@ -537,6 +537,50 @@ TEST(BlockExec, ReduceCopyLanesEqualsTheSerialLoop) {
       }
 }
 
+// The same for the shapes the primitives use at sizes where each lane runs several unrolled rounds
+// (kRcUnroll packs in flight): with and without a second source, a second destination and pre/post
+// ops, in place, every combine kind, 4- and 8-byte elements.
+template <typename T>
+void expect_lanes_equal_serial(const RedOpArg& arg, std::mt19937& rng) {
+  const RedOp<T> op(arg);
+  for (int lanes : {1, 3, 32})
+    for (size_t n : {size_t(4 * 32 * 4 - 1), size_t(5000)})
+      for (int mis : {0, 1})
+        for (int shape = 0; shape < 6; ++shape) {
+          const bool has_a = shape & 1, has_d1 = shape & 2, in_place = shape >= 4;
+          const bool pre = (shape % 3) == 0, post = (shape % 3) == 1;
+          std::vector<T> a(n + 4), b(n + 4), d_ser(n + 4), d_lan(n + 4), e_ser(n + 4), e_lan(n + 4);
+          for (size_t i = 0; i < a.size(); ++i) {
+            a[i] = static_cast<T>(static_cast<int>(rng() % 200) - 100);
+            b[i] = static_cast<T>(static_cast<int>(rng() % 200) - 100);
+          }
+          if (in_place) d_ser = d_lan = b;
+          const T* src_a = has_a ? a.data() + mis : nullptr;
+          const T* src_b = in_place ? nullptr : b.data() + mis;
+          reduce_copy(op, d_ser.data() + mis, has_d1 ? e_ser.data() : nullptr, src_a,
+                      in_place ? d_ser.data() + mis : src_b, n, pre, post);
+          for (int l = 0; l < lanes; ++l)
+            reduce_copy_lanes(op, d_lan.data() + mis, has_d1 ? e_lan.data() : nullptr, src_a,
+                              in_place ? d_lan.data() + mis : src_b, n, pre, post, l, lanes);
+          ASSERT_EQ(std::memcmp(d_ser.data(), d_lan.data(), d_ser.size() * sizeof(T)), 0)
+              << lanes << " lanes, n " << n << ", misaligned " << mis << ", shape " << shape;
+          ASSERT_EQ(std::memcmp(e_ser.data(), e_lan.data(), e_ser.size() * sizeof(T)), 0)
+              << lanes << " lanes, n " << n << ", misaligned " << mis << ", shape " << shape;
+        }
+}
+
+TEST(BlockExec, UnrolledReduceCopyLanesEqualsTheSerialLoop) {
+  std::mt19937 rng(11);
+  for (RedOpKind k : {RedOpKind::kSum, RedOpKind::kProd, RedOpKind::kMax, RedOpKind::kMin}) {
+    SCOPED_TRACE(static_cast<int>(k));
+    expect_lanes_equal_serial<float>(RedOpArg{k, 0, 1}, rng);
+    expect_lanes_equal_serial<int64_t>(RedOpArg{k, 0, 1}, rng);
+  }
+  expect_lanes_equal_serial<float>(RedOpArg{RedOpKind::kSumPostDiv, 0, 3}, rng);
+  expect_lanes_equal_serial<int32_t>(RedOpArg{RedOpKind::kSumPostDiv, 0, 3}, rng);
+  expect_lanes_equal_serial<double>(RedOpArg{RedOpKind::kPreMulSum, scalar_to_bits<double>(0.5), 1}, rng);
+}
+
 // The abort flag stops a block stuck waiting for a peer that never comes; every lane returns, and
 // the status names the rank, channel, peer and step.
 TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
