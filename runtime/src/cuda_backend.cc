@@ -66,6 +66,7 @@ struct LaunchSlot {
   // Captured into a CUDA graph: every replay of the graph runs this launch again, so the slot (its
   // status memory) stays the graph's until the graph is destroyed (release_graph_slot).
   std::atomic<bool> in_graph{false};
+  uint64_t replays = 0;  // completed replays of a captured launch (its completion callback counts them)
   // What the completion callback reports.
   ncclComm_t comm = nullptr;
   int nblocks = 0;
@@ -100,6 +101,14 @@ struct CudaComm {
   cudaEvent_t last = nullptr;
   cudaStream_t last_stream = nullptr;
   bool launched = false;
+  // The same order inside a stream capture: the last launch captured, on which stream, in which capture
+  // (cudaStreamGetCaptureInfo's id). A captured launch on another stream of the same capture depends on
+  // it, so the graph runs the communicator's kernels one after another as eager launches do.
+  cudaEvent_t cap_last = nullptr;
+  cudaStream_t cap_stream = nullptr;
+  unsigned long long cap_id = 0;
+  // Joins the streams of a group's sends and receives (recorded on one, waited for on another).
+  cudaEvent_t join = nullptr;
   uint64_t record_capacity = 0;  // step records per block per launch (CCLAB_TRACE)
   double clock_offset_us = 0;    // host now_us() - %globaltimer (us)
   std::mutex mu;
@@ -211,6 +220,8 @@ CudaComm::~CudaComm() {
   if (views_dev) cudaFree(views_dev);
   if (setup) cudaStreamDestroy(setup);
   if (last) cudaEventDestroy(last);
+  if (cap_last) cudaEventDestroy(cap_last);
+  if (join) cudaEventDestroy(join);
   if (abort_host) cudaFreeHost(abort_host);
 }
 
@@ -260,6 +271,8 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
   cc->nthreads = static_cast<int>(nt);
   CUDA_TRY(cudaStreamCreateWithFlags(&cc->setup, cudaStreamNonBlocking), comm);
   CUDA_TRY(cudaEventCreateWithFlags(&cc->last, cudaEventDisableTiming), comm);
+  CUDA_TRY(cudaEventCreateWithFlags(&cc->cap_last, cudaEventDisableTiming), comm);
+  CUDA_TRY(cudaEventCreateWithFlags(&cc->join, cudaEventDisableTiming), comm);
   CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&cc->abort_host), sizeof(int),
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
   *cc->abort_host = 0;
@@ -440,6 +453,11 @@ void CUDART_CB launch_done(void* data) {
     }
   }
   if (s->recording) {
+    // A captured launch runs once per replay of its graph, and each replay is a collective of its own in
+    // the trace: numbered op_count + replay x 2^32 (replays 1, 2, ...), the same on every rank, since
+    // every rank replays its graphs in the same order.
+    const bool replay = s->in_graph.load();
+    const uint64_t op = replay ? replay_op_count(s->work.op_count, ++s->replays) : s->work.op_count;
     const double off = comm->cuda_state->clock_offset_us;
     double first = 0, last = 0;
     for (int b = 0; b < s->nblocks; ++b) {
@@ -449,13 +467,14 @@ void CUDART_CB launch_done(void* data) {
         r.begin_us += off;
         r.end_us += off;
         r.data_us += off;
+        r.op_count = op;
         if (first == 0 || r.begin_us < first) first = r.begin_us;
         last = std::max(last, r.end_us);
         recorder_step(r, &s->rctx);
       }
     }
-    if (first == 0) first = last = s->launch_us;
-    recorder_op(comm, s->work.op_count, s->op.coll, s->algo, proto_name_of(s->work.proto), s->op.type, s->op.op,
+    if (first == 0) first = last = replay ? now_us() : s->launch_us;
+    recorder_op(comm, op, s->op.coll, s->algo, proto_name_of(s->work.proto), s->op.type, s->op.op,
                 s->op.root, s->op.count, s->total, s->work.nchannels, first, last);
   }
   if (!s->in_graph.load()) s->busy.store(false);
@@ -470,14 +489,16 @@ void CUDART_CB release_graph_slot(void* data) {
   delete holder;
 }
 
-// The graph `stream` is capturing into, or null when it is not capturing.
-cudaGraph_t capturing_graph(cudaStream_t stream) {
+// The graph `stream` is capturing into (and the capture's id), or null when it is not capturing.
+cudaGraph_t capturing_graph(cudaStream_t stream, unsigned long long* id = nullptr) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
-  if (cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph) != cudaSuccess) {
+  unsigned long long cid = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, &cid, &graph) != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
+  if (id) *id = cid;
   return status == cudaStreamCaptureStatusActive ? graph : nullptr;
 }
 
@@ -499,7 +520,8 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
   // Under stream capture the kernel and its completion callback become graph nodes, replayed with the
   // same arguments: the slot's status memory must stay put until the graph is destroyed. A user object
   // owned by the graph frees the slot then.
-  const cudaGraph_t graph = capturing_graph(stream);
+  unsigned long long capture = 0;
+  const cudaGraph_t graph = capturing_graph(stream, &capture);
   if (graph != nullptr) {
     cudaUserObject_t obj = nullptr;
     auto* holder = new std::shared_ptr<LaunchSlot>(owned);
@@ -510,19 +532,23 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
       return cuda_fail(eg, "cudaUserObjectCreate (a launch captured into a CUDA graph)", comm);
     }
     slot->in_graph = true;
-    slot->recording = false;  // CCLAB_TRACE records eager launches only
+    slot->replays = 0;
     eg = cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove);
     if (eg != cudaSuccess) {
       cudaUserObjectRelease(obj, 1);  // runs release_graph_slot
       return cuda_fail(eg, "cudaGraphRetainUserObject", comm);
     }
   }
-  // Eager launches of one communicator run one after another (CudaComm::last). A graph orders its own
-  // nodes; as with NCCL, replaying it beside other launches of the communicator is the caller's to order.
-  if (graph == nullptr && cc.launched && cc.last_stream != stream) {
-    const cudaError_t ew = cudaStreamWaitEvent(stream, cc.last, 0);
+  // Eager launches of one communicator run one after another (CudaComm::last), and so do the launches
+  // captured into one graph (CudaComm::cap_last: a dependency between the capture's streams). Replaying
+  // a graph beside other launches of the communicator is, as with NCCL, the caller's to order.
+  const bool after_eager = graph == nullptr && cc.launched && cc.last_stream != stream;
+  const bool after_captured = graph != nullptr && cc.cap_stream != nullptr && cc.cap_id == capture &&
+                              cc.cap_stream != stream;
+  if (after_eager || after_captured) {
+    const cudaError_t ew = cudaStreamWaitEvent(stream, after_eager ? cc.last : cc.cap_last, 0);
     if (ew != cudaSuccess) {
-      slot->busy = false;
+      if (graph == nullptr) slot->busy = false;
       return cuda_fail(ew, "cudaStreamWaitEvent (after the communicator's previous launch)", comm);
     }
   }
@@ -537,6 +563,10 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
     CUDA_TRY(cudaEventRecord(cc.last, stream), comm);
     cc.last_stream = stream;
     cc.launched = true;
+  } else {
+    CUDA_TRY(cudaEventRecord(cc.cap_last, stream), comm);
+    cc.cap_stream = stream;
+    cc.cap_id = capture;
   }
   return ncclSuccess;
 }
@@ -658,7 +688,18 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
   if (self_send.size() != self_recv.size())
     return report_error(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
                         self_send.size(), self_recv.size());
+  // The group runs on its first operation's stream. That stream first waits for the work queued before
+  // on the group's other streams (which may produce a buffer sent here), and at the end those streams
+  // wait for the group. Events join them as well inside a stream capture, where they add the graph's
+  // dependencies between the capture's streams.
   cudaStream_t stream = ops.front()->stream;
+  std::set<cudaStream_t> others;
+  for (const OpDesc* o : ops)
+    if (o->stream != stream) others.insert(o->stream);
+  for (cudaStream_t o : others) {
+    CUDA_TRY(cudaEventRecord(cc.join, o), comm);
+    CUDA_TRY(cudaStreamWaitEvent(stream, cc.join, 0), comm);
+  }
   for (size_t i = 0; i < self_send.size(); ++i) {
     const size_t sb = self_send[i]->count * type_size(self_send[i]->type);
     const size_t rb = self_recv[i]->count * type_size(self_recv[i]->type);
@@ -696,13 +737,10 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
     ncclResult_t r = launch_slot(comm, slot, *args, stream);
     if (r != ncclSuccess) return r;
   }
-  // The group's operations ran on the first one's stream; the other streams named in the group wait for
-  // them, so synchronising any of those streams means its sends and receives are done.
-  if (cc.launched && cc.last_stream == stream && capturing_graph(stream) == nullptr) {
-    std::set<cudaStream_t> others;
-    for (const OpDesc* o : ops)
-      if (o->stream != stream) others.insert(o->stream);
-    for (cudaStream_t o : others) CUDA_TRY(cudaStreamWaitEvent(o, cc.last, 0), comm);
+  // Synchronising any stream of the group means its sends and receives are done.
+  if (!others.empty()) {
+    CUDA_TRY(cudaEventRecord(cc.join, stream), comm);
+    for (cudaStream_t o : others) CUDA_TRY(cudaStreamWaitEvent(o, cc.join, 0), comm);
   }
   return ncclSuccess;
 }

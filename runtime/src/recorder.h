@@ -25,6 +25,10 @@ struct RecordCtx {
   int proto = 0;
 };
 
+// The trace's number for replay `replay` (1, 2, ...) of a collective captured into a CUDA graph as
+// `op_count`: each replay is a collective of its own, after every eagerly launched one.
+inline uint64_t replay_op_count(uint64_t op_count, uint64_t replay) { return op_count + (replay << 32); }
+
 // The recorder when CCLAB_TRACE or CCLAB_LIVE is set (host backend), else nullptr.
 Recorder* recorder();
 

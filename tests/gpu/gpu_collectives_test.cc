@@ -10,13 +10,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cclab/cclab.h"
 #include "nccl.h"
+#include "trace/trace.h"
 
 namespace {
 
@@ -459,6 +463,171 @@ TEST(GpuCollectives, CapturedAllReduceReplays) {
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
   free_ranks(ranks);
+}
+
+// A group's sends and receives on two streams: the group runs on its first operation's stream (A),
+// after the work queued before on the other (B). B fills the send buffer 300 ms late (a host function
+// sleeps first); the receiver must still get the filled values, and B waits for the group.
+TEST(GpuCollectives, GroupWaitsForItsOtherStreams) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = (1 << 18) + 3;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    cudaStream_t b = nullptr;
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    float *s = nullptr, *d = nullptr, *h = nullptr;
+    cudaMalloc(&s, count * 4);
+    cudaMalloc(&d, count * 4);
+    cudaMemset(s, 0, count * 4);
+    cudaMemset(d, 0, count * 4);
+    cudaDeviceSynchronize();
+    cudaMallocHost(&h, count * 4);
+    for (size_t i = 0; i < count; ++i) h[i] = static_cast<float>(r * 100 + i % 77 + 1);
+    cudaLaunchHostFunc(
+        b, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }, nullptr);
+    cudaMemcpyAsync(s, h, count * 4, cudaMemcpyHostToDevice, b);
+    ncclGroupStart();
+    ncclRecv(d, count, ncclFloat32, (r + 1) % n, ranks[r].comm, ranks[r].stream);
+    ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, b);
+    if (ncclGroupEnd() != ncclSuccess) err[r] = ncclGetLastError(ranks[r].comm);
+    cudaStreamSynchronize(b);  // B waits for the group, so this covers the receive too
+    const int from = (r + 1) % n;
+    if (err[r].empty())
+      err[r] = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 100 + i % 77 + 1); });
+    cudaStreamSynchronize(ranks[r].stream);
+    cudaFree(s);
+    cudaFree(d);
+    cudaFreeHost(h);
+    cudaStreamDestroy(b);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
+// One capture over two streams of each rank (B forked from A and joined back): an all_reduce on A, one
+// on B (the communicator's launches must not overlap in the graph: they share FIFO slots), then a group
+// sending on A and receiving on B. Three replays with new inputs; every result exact.
+TEST(GpuCollectives, CaptureAcrossTwoStreams) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = (1 << 20) + 7;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    cudaStream_t a = ranks[r].stream, b = nullptr;
+    cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking);
+    cudaEvent_t fork = nullptr, join = nullptr;
+    cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
+    float *x = nullptr, *y = nullptr, *d = nullptr;
+    cudaMalloc(&x, count * 4);
+    cudaMalloc(&y, count * 4);
+    cudaMalloc(&d, count * 4);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess) e = cudaEventRecord(fork, a);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(b, fork, 0);
+    if (e == cudaSuccess) {
+      if (ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[r].comm, a) != ncclSuccess ||
+          ncclAllReduce(y, y, count, ncclFloat32, ncclMax, ranks[r].comm, b) != ncclSuccess)
+        err[r] = std::string("all_reduce under capture: ") + ncclGetLastError(ranks[r].comm);
+      ncclGroupStart();
+      ncclSend(x, count, ncclFloat32, (r + 1) % n, ranks[r].comm, a);
+      ncclRecv(d, count, ncclFloat32, (r + 1) % n, ranks[r].comm, b);
+      if (ncclGroupEnd() != ncclSuccess && err[r].empty())
+        err[r] = std::string("send/recv under capture: ") + ncclGetLastError(ranks[r].comm);
+      e = cudaEventRecord(join, b);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(a, join, 0);
+      const cudaError_t e2 = cudaStreamEndCapture(a, &graph);
+      if (e == cudaSuccess) e = e2;
+    }
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    if (e != cudaSuccess && err[r].empty()) err[r] = std::string("capture: ") + cudaGetErrorString(e);
+    for (int replay = 0; replay < 3 && err[r].empty(); ++replay) {
+      std::vector<float> hx(count), hy(count);
+      for (size_t i = 0; i < count; ++i) {
+        hx[i] = static_cast<float>((i + r + replay) % 13);
+        hy[i] = static_cast<float>((i * 7 + r + replay) % 11);
+      }
+      cudaMemcpy(x, hx.data(), count * 4, cudaMemcpyHostToDevice);
+      cudaMemcpy(y, hy.data(), count * 4, cudaMemcpyHostToDevice);
+      e = cudaGraphLaunch(exec, a);
+      if (e == cudaSuccess) e = cudaStreamSynchronize(a);
+      if (e != cudaSuccess) {
+        err[r] = std::string("replay: ") + cudaGetErrorString(e);
+        break;
+      }
+      auto sum = [replay](size_t i) {
+        return static_cast<float>((i + replay) % 13 + (i + 1 + replay) % 13);
+      };
+      auto max = [replay](size_t i) {
+        return static_cast<float>(std::max((i * 7 + replay) % 11, (i * 7 + 1 + replay) % 11));
+      };
+      std::string what = check_floats(x, count, sum);
+      if (what.empty()) what = check_floats(y, count, max);
+      if (what.empty()) what = check_floats(d, count, sum);  // the peer's reduced x
+      if (!what.empty()) err[r] = "replay " + std::to_string(replay) + ": " + what;
+    }
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaFree(x);
+    cudaFree(y);
+    cudaFree(d);
+    cudaEventDestroy(fork);
+    cudaEventDestroy(join);
+    cudaStreamDestroy(b);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
+// CCLAB_TRACE records every replay of a captured collective as a collective of its own (the captured
+// op number + replay x 2^32), with each rank's steps. Run by the gpu_trace_test entry, which sets
+// CCLAB_TRACE (the recorder starts with the process's first communicator).
+TEST(GpuTrace, GraphReplaysAreRecorded) {
+  const char* path = std::getenv("CCLAB_TRACE");
+  if (path == nullptr || *path == '\0') GTEST_SKIP() << "run by the gpu_trace_test entry, with CCLAB_TRACE set";
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = 1 << 16;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    float* x = device_floats(count, [](size_t) { return 1.0f; });
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t e = cudaStreamBeginCapture(ranks[r].stream, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess &&  // op 0: captured
+        ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess)
+      err[r] = ncclGetLastError(ranks[r].comm);
+    if (e == cudaSuccess) e = cudaStreamEndCapture(ranks[r].stream, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    // op 1: eager, then three replays of op 0
+    if (err[r].empty() && ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess)
+      err[r] = ncclGetLastError(ranks[r].comm);
+    for (int k = 0; k < 3 && e == cudaSuccess; ++k) e = cudaGraphLaunch(exec, ranks[r].stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(ranks[r].stream);
+    if (e != cudaSuccess && err[r].empty()) err[r] = cudaGetErrorString(e);
+    if (err[r].empty()) err[r] = check_floats(x, count, [](size_t) { return 16.0f; });  // x2 four times
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    cudaFree(x);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);  // the last recorded communicator's destruction writes the trace
+  cclab::trace::Trace t;
+  std::string why;
+  ASSERT_TRUE(cclab::trace::read_trace(path, &t, &why)) << why;
+  std::set<uint64_t> ops;
+  for (const auto& o : t.ops) ops.insert(o.op_count);
+  const uint64_t kReplay = uint64_t(1) << 32;
+  EXPECT_EQ(ops, (std::set<uint64_t>{1, kReplay, 2 * kReplay, 3 * kReplay}));
+  std::map<uint64_t, std::set<int>> ranks_of;
+  for (const auto& ev : t.events) ranks_of[ev.op_count].insert(ev.rank);
+  for (uint64_t op : ops) EXPECT_EQ(ranks_of[op], (std::set<int>{0, 1})) << "op " << op;
 }
 
 // A host (non-registered) buffer is an argument error naming the buffer, not a crash.
