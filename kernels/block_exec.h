@@ -7,9 +7,15 @@
 // Every lane runs the schedule and the primitives in lockstep (the same offsets, counts and calls);
 // the executor decides who does what:
 //   wait_ge       lane 0 polls the counter (volatile), then a block barrier that also votes on abort,
-//                 so every lane returns the same answer (the primitives then return together);
+//                 so every lane returns the same answer (the primitives then return together). Lane 0
+//                 remembers the last value it saw of each counter (NCCL's connStepCache): counters only
+//                 grow, so a wait whose target an earlier poll already reached loads nothing - for a
+//                 sender that is a load from the peer's memory saved - and needs no fence (that poll's
+//                 acquire already ordered everything up to the value it saw);
 //   post          a block barrier (every lane's data stores are done), then lane 0 fences (system
-//                 scope, so a peer GPU or the host sees the data first) and stores the counter;
+//                 scope, so a peer GPU or the host sees the data first) and stores the counter. Both
+//                 counters: a receiver's head post also releases, since a tree rank writes the slot it
+//                 consumed (primitives.h) before handing it back;
 //   reduce_copy   each lane does its share (reduce_copy_lanes: 16-byte packs, lane p % lanes);
 //   LL            each lane polls and writes its own lines (primitives_ll.h spreads the groups over
 //                 lanes()); flags are read with volatile 8-byte loads;
@@ -226,7 +232,15 @@ class BlockExec {
 
  private:
   CCLAB_HD bool spin_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
-    for (uint64_t spins = 1; b_.load(&c->value) < target; ++spins) {
+    int slot = -1, free_slot = -1;  // this counter's entry in seen_; the first unused one
+    for (int i = 0; i < kSeenCounters && slot < 0 && free_slot < 0; ++i) {
+      if (seen_[i].counter == c) slot = i;
+      else if (seen_[i].counter == nullptr) free_slot = i;
+    }
+    if (slot >= 0 && seen_[slot].value >= target) return true;
+    if (slot < 0) slot = free_slot >= 0 ? free_slot : static_cast<int>(next_seen_++ % kSeenCounters);
+    uint64_t v;
+    for (uint64_t spins = 1; (v = b_.load(&c->value)) < target; ++spins) {
       if ((spins & 1023) == 0) {
         if (b_.abort_requested()) {
           if (cfg_.status != nullptr) write_site(site);  // where it was when the abort came
@@ -240,6 +254,7 @@ class BlockExec {
       b_.pause();
     }
     b_.fence();  // acquire: the slot's data (or the freed slot) is read after the counter
+    seen_[slot] = SeenCounter{c, v};
     if (state_ == kBlockWaiting) set_state(kBlockRunning);
     return true;
   }
@@ -260,6 +275,15 @@ class BlockExec {
     if (b_.tid() == 0 && state_ != kBlockSizeMismatch) set_state(s);
   }
 
+  // Lane 0's last value seen per counter (see wait_ge): a block polls at most one counter per
+  // connection, kBlockConns of them at most (a tree rank: 2 parent and 6 child connections).
+  static constexpr int kSeenCounters = 8;
+  struct SeenCounter {
+    const ConnCounter* counter;
+    uint64_t value;
+  };
+  SeenCounter seen_[kSeenCounters] = {};
+  uint32_t next_seen_ = 0;  // replacement order once all entries are taken
   Block& b_;
   BlockExecConfig cfg_;
   bool lane_aborted_ = false;

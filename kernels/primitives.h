@@ -295,8 +295,10 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         if (!DST && nr > 1 && ns > 0) {
           // An inner tree rank folding several children into its parent's slot (in the parent's memory)
           // would read that slot back for every further child. It folds into the first child's slot
-          // instead - in this rank's memory, and consumed by this step - and the last fold writes the
-          // parent's slot too. The same operations in the same order, so the same bytes.
+          // instead - the receiving end's FIFO (this GPU's memory, or host memory when P2P is off),
+          // consumed by this step - and the last fold writes the parent's slot too. The same operations
+          // in the same order, so the same bytes. The child rewrites that slot only after this rank's
+          // head post, whose release (Exec::post) orders these stores before it.
           this->combine(const_cast<T*>(rsrc[0]), dsts, nd, rsrc, nr, in, n, pre, post);
         } else if (nd > 0) {
           this->combine(dsts[0], dsts + 1, nd - 1, rsrc, nr, in, n, pre, post);

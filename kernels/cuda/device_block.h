@@ -5,8 +5,11 @@
 // Memory ordering, as NCCL's primitives rely on it:
 //  - counters and line words are read and written with volatile 8-byte accesses (single-copy atomic
 //    on NVLink, PCIe and local memory), never cached in registers across a poll;
-//  - fence() is __threadfence_system(): it orders a block's data stores before lane 0's counter store
-//    for a peer GPU or the host (release), and the counter load before the data loads (acquire);
+//  - fence() is fence.acq_rel.sys, NCCL's fence_acq_rel_sys (sm_70+; __threadfence_system before): it
+//    orders a block's data stores before lane 0's counter store for a peer GPU or the host (a release
+//    pattern), and the counter load before the data loads (an acquire pattern: in PTX's memory model a
+//    volatile load is a relaxed system-scope load). __threadfence_system is fence.sc.sys, a sequentially
+//    consistent fence that costs more and orders nothing more that these patterns need;
 //  - sync() / sync_or() are __syncthreads / __syncthreads_or, which also order memory within the block;
 //  - LL128 line groups (NCCL's prims_ll128.h): the 8 lanes of a group (lanes 8g .. 8g+7 of a warp) each
 //    store or load one 16-byte part of a line with one st/ld.volatile.v2.u64. A __syncwarp over the group
@@ -34,7 +37,13 @@ struct DeviceBlock {
     return *reinterpret_cast<const volatile uint64_t*>(p);
   }
   __device__ __forceinline__ void store(uint64_t* p, uint64_t v) const { *reinterpret_cast<volatile uint64_t*>(p) = v; }
-  __device__ __forceinline__ void fence() const { __threadfence_system(); }
+  __device__ __forceinline__ void fence() const {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+#else
+    __threadfence_system();
+#endif
+  }
   // The 8 lanes of this lane's LL128 line group, as a warp mask.
   __device__ __forceinline__ unsigned group_mask() const { return 0xffu << (threadIdx.x & 24u); }
   __device__ __forceinline__ bool group_any(bool v) const { return __any_sync(group_mask(), v ? 1 : 0) != 0; }

@@ -66,7 +66,9 @@ struct LaunchSlot {
   // Captured into a CUDA graph: every replay of the graph runs this launch again, so the slot (its
   // status memory) stays the graph's until the graph is destroyed (release_graph_slot).
   std::atomic<bool> in_graph{false};
-  uint64_t replays = 0;  // completed replays of a captured launch (its completion callback counts them)
+  // Completed replays of a captured launch (its completion callback counts them). One graph exec runs
+  // its replays one after another; two execs of one graph at once would share this slot (unsupported).
+  std::atomic<uint64_t> replays{0};
   // What the completion callback reports.
   ncclComm_t comm = nullptr;
   int nblocks = 0;
@@ -457,7 +459,7 @@ void CUDART_CB launch_done(void* data) {
     // the trace: numbered op_count + replay x 2^32 (replays 1, 2, ...), the same on every rank, since
     // every rank replays its graphs in the same order.
     const bool replay = s->in_graph.load();
-    const uint64_t op = replay ? replay_op_count(s->work.op_count, ++s->replays) : s->work.op_count;
+    const uint64_t op = replay ? replay_op_count(s->work.op_count, s->replays.fetch_add(1) + 1) : s->work.op_count;
     const double off = comm->cuda_state->clock_offset_us;
     double first = 0, last = 0;
     for (int b = 0; b < s->nblocks; ++b) {
@@ -532,7 +534,7 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
       return cuda_fail(eg, "cudaUserObjectCreate (a launch captured into a CUDA graph)", comm);
     }
     slot->in_graph = true;
-    slot->replays = 0;
+    slot->replays.store(0);
     eg = cudaGraphRetainUserObject(graph, obj, 1, cudaGraphUserObjectMove);
     if (eg != cudaSuccess) {
       cudaUserObjectRelease(obj, 1);  // runs release_graph_slot
@@ -696,6 +698,19 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
   std::set<cudaStream_t> others;
   for (const OpDesc* o : ops)
     if (o->stream != stream) others.insert(o->stream);
+  // Joining an uncaptured stream with a captured one would pull it into the capture (or fail), and two
+  // captures cannot be joined: the streams must all be uncaptured or all in one capture, as NCCL asks.
+  unsigned long long capture = 0;
+  const bool captured = capturing_graph(stream, &capture) != nullptr;
+  for (cudaStream_t o : others) {
+    unsigned long long id = 0;
+    const bool c = capturing_graph(o, &id) != nullptr;
+    if (c != captured || (c && id != capture))
+      return report_error(ncclInvalidUsage,
+                          "rank %d: a group's sends and receives are on streams of which %s; they must all be "
+                          "uncaptured or all captured by the same graph",
+                          me, c != captured ? "some are being captured and some are not" : "two are in different captures");
+  }
   for (cudaStream_t o : others) {
     CUDA_TRY(cudaEventRecord(cc.join, o), comm);
     CUDA_TRY(cudaStreamWaitEvent(stream, cc.join, 0), comm);

@@ -507,8 +507,10 @@ TEST(GpuCollectives, GroupWaitsForItsOtherStreams) {
 }
 
 // One capture over two streams of each rank (B forked from A and joined back): an all_reduce on A, one
-// on B (the communicator's launches must not overlap in the graph: they share FIFO slots), then a group
-// sending on A and receiving on B. Three replays with new inputs; every result exact.
+// on B (the communicator's launches must not overlap in the graph: they share FIFO slots), then on B a
+// host node that sleeps 200 ms and a copy filling the send buffer from pinned host memory, then a group
+// receiving on A and sending on B: the group (run on A) must depend on B's copy. Three replays with new
+// inputs; every result exact. And a group over a captured and an uncaptured stream is refused.
 TEST(GpuCollectives, CaptureAcrossTwoStreams) {
   const int n = 2;
   std::vector<Rank> ranks = make_ranks(n);
@@ -521,10 +523,12 @@ TEST(GpuCollectives, CaptureAcrossTwoStreams) {
     cudaEvent_t fork = nullptr, join = nullptr;
     cudaEventCreateWithFlags(&fork, cudaEventDisableTiming);
     cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
-    float *x = nullptr, *y = nullptr, *d = nullptr;
+    float *x = nullptr, *y = nullptr, *s = nullptr, *d = nullptr, *hs = nullptr;
     cudaMalloc(&x, count * 4);
     cudaMalloc(&y, count * 4);
+    cudaMalloc(&s, count * 4);
     cudaMalloc(&d, count * 4);
+    cudaMallocHost(&hs, count * 4);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     cudaError_t e = cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal);
@@ -534,26 +538,31 @@ TEST(GpuCollectives, CaptureAcrossTwoStreams) {
       if (ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[r].comm, a) != ncclSuccess ||
           ncclAllReduce(y, y, count, ncclFloat32, ncclMax, ranks[r].comm, b) != ncclSuccess)
         err[r] = std::string("all_reduce under capture: ") + ncclGetLastError(ranks[r].comm);
+      e = cudaLaunchHostFunc(
+          b, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }, nullptr);
+      if (e == cudaSuccess) e = cudaMemcpyAsync(s, hs, count * 4, cudaMemcpyHostToDevice, b);
       ncclGroupStart();
-      ncclSend(x, count, ncclFloat32, (r + 1) % n, ranks[r].comm, a);
-      ncclRecv(d, count, ncclFloat32, (r + 1) % n, ranks[r].comm, b);
+      ncclRecv(d, count, ncclFloat32, (r + 1) % n, ranks[r].comm, a);
+      ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, b);
       if (ncclGroupEnd() != ncclSuccess && err[r].empty())
         err[r] = std::string("send/recv under capture: ") + ncclGetLastError(ranks[r].comm);
-      e = cudaEventRecord(join, b);
+      if (e == cudaSuccess) e = cudaEventRecord(join, b);
       if (e == cudaSuccess) e = cudaStreamWaitEvent(a, join, 0);
       const cudaError_t e2 = cudaStreamEndCapture(a, &graph);
       if (e == cudaSuccess) e = e2;
     }
     if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
     if (e != cudaSuccess && err[r].empty()) err[r] = std::string("capture: ") + cudaGetErrorString(e);
+    const int from = (r + 1) % n;
     for (int replay = 0; replay < 3 && err[r].empty(); ++replay) {
       std::vector<float> hx(count), hy(count);
       for (size_t i = 0; i < count; ++i) {
         hx[i] = static_cast<float>((i + r + replay) % 13);
         hy[i] = static_cast<float>((i * 7 + r + replay) % 11);
+        hs[i] = static_cast<float>(r * 100 + (i + replay) % 17);  // read by the graph's copy node
       }
-      cudaMemcpy(x, hx.data(), count * 4, cudaMemcpyHostToDevice);
-      cudaMemcpy(y, hy.data(), count * 4, cudaMemcpyHostToDevice);
+      cudaMemcpyAsync(x, hx.data(), count * 4, cudaMemcpyHostToDevice, a);
+      cudaMemcpyAsync(y, hy.data(), count * 4, cudaMemcpyHostToDevice, a);
       e = cudaGraphLaunch(exec, a);
       if (e == cudaSuccess) e = cudaStreamSynchronize(a);
       if (e != cudaSuccess) {
@@ -568,14 +577,33 @@ TEST(GpuCollectives, CaptureAcrossTwoStreams) {
       };
       std::string what = check_floats(x, count, sum);
       if (what.empty()) what = check_floats(y, count, max);
-      if (what.empty()) what = check_floats(d, count, sum);  // the peer's reduced x
+      if (what.empty())
+        what = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 100 + (i + replay) % 17); });
       if (!what.empty()) err[r] = "replay " + std::to_string(replay) + ": " + what;
     }
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
+    // A group over a stream being captured and one that is not: refused, and the capture stays valid.
+    if (err[r].empty() && r == 0) {
+      cudaGraph_t g2 = nullptr;
+      e = cudaStreamBeginCapture(a, cudaStreamCaptureModeThreadLocal);
+      ncclGroupStart();
+      ncclRecv(d, count, ncclFloat32, 1, ranks[r].comm, a);
+      ncclSend(s, count, ncclFloat32, 1, ranks[r].comm, b);
+      const ncclResult_t res = ncclGroupEnd();
+      const std::string msg = ncclGetLastError(ranks[r].comm);
+      const cudaError_t e3 = cudaStreamEndCapture(a, &g2);
+      if (res != ncclInvalidUsage || msg.find("captured") == std::string::npos)
+        err[r] = "mixed capture: result " + std::to_string(res) + ", \"" + msg + "\"";
+      else if (e != cudaSuccess || e3 != cudaSuccess)
+        err[r] = std::string("mixed capture left the capture broken: ") + cudaGetErrorString(e3);
+      if (g2) cudaGraphDestroy(g2);
+    }
     cudaFree(x);
     cudaFree(y);
+    cudaFree(s);
     cudaFree(d);
+    cudaFreeHost(hs);
     cudaEventDestroy(fork);
     cudaEventDestroy(join);
     cudaStreamDestroy(b);

@@ -581,6 +581,60 @@ TEST(BlockExec, UnrolledReduceCopyLanesEqualsTheSerialLoop) {
   expect_lanes_equal_serial<double>(RedOpArg{RedOpKind::kPreMulSum, scalar_to_bits<double>(0.5), 1}, rng);
 }
 
+// One lane playing a whole block, counting its counter loads.
+struct CountingBlock {
+  int loads = 0;
+  int tid() const { return 0; }
+  int nthreads() const { return 1; }
+  void sync() {}
+  bool sync_or(bool v) { return v; }
+  uint64_t load(const uint64_t* p) {
+    ++loads;
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+  }
+  void store(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+  void fence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+  bool abort_requested() const { return false; }
+  bool group_any(bool v) { return v; }
+  void store_part(uint64_t*, uint64_t, uint64_t, bool) {}
+  void load_part(const uint64_t*, uint64_t*, uint64_t*, bool) const {}
+  void pause() {}
+  double now_us() const { return 0; }
+};
+
+// Lane 0 remembers what it saw of each counter (NCCL's connStepCache): a wait an earlier poll already
+// satisfied loads nothing; one beyond it loads again; with more counters than entries, every wait is
+// still answered right.
+TEST(BlockExec, WaitsAnsweredByAnEarlierPollLoadNothing) {
+  CountingBlock b;
+  BlockExec<CountingBlock> ex(b, BlockExecConfig{});
+  const WaitSite site{0, 0, 1, 0, false, PrimKind::kSend};
+  ConnCounter c[12] = {};
+  c[0].value = 10;
+  EXPECT_TRUE(ex.wait_ge(&c[0], 3, site));
+  EXPECT_EQ(b.loads, 1);
+  EXPECT_TRUE(ex.wait_ge(&c[0], 7, site));
+  EXPECT_TRUE(ex.wait_ge(&c[0], 10, site));
+  EXPECT_EQ(b.loads, 1) << "10 was seen: targets up to 10 need no load";
+  c[0].value = 12;
+  EXPECT_TRUE(ex.wait_ge(&c[0], 11, site));
+  EXPECT_EQ(b.loads, 2) << "11 is beyond what was seen";
+  EXPECT_TRUE(ex.wait_ge(&c[0], 12, site));
+  EXPECT_EQ(b.loads, 2);
+  // Another counter at the same value is its own entry.
+  c[1].value = 5;
+  EXPECT_TRUE(ex.wait_ge(&c[1], 5, site));
+  EXPECT_EQ(b.loads, 3);
+  // More counters than entries: each first wait loads; every answer stays right.
+  for (int i = 2; i < 12; ++i) {
+    c[i].value = static_cast<uint64_t>(100 + i);
+    EXPECT_TRUE(ex.wait_ge(&c[i], static_cast<uint64_t>(100 + i), site));
+  }
+  EXPECT_EQ(b.loads, 13);
+  for (int i = 0; i < 12; ++i) EXPECT_TRUE(ex.wait_ge(&c[i], c[i].value, site)) << i;
+  EXPECT_LE(b.loads, 13 + 12);
+}
+
 // The abort flag stops a block stuck waiting for a peer that never comes; every lane returns, and
 // the status names the rank, channel, peer and step.
 TEST(BlockExec, AbortStopsAStuckBlockAndStatusNamesTheWait) {
