@@ -24,3 +24,11 @@
 #else
 #define CCLAB_DEVICE_PASS 0
 #endif
+
+// CCLAB_UNROLL before a loop with a constant trip count: unrolled on a GPU, where an array indexed by
+// the loop then stays in registers (nvcc's #pragma unroll); nothing on the host.
+#if CCLAB_DEVICE_PASS
+#define CCLAB_UNROLL _Pragma("unroll")
+#else
+#define CCLAB_UNROLL
+#endif

@@ -44,7 +44,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include <type_traits>
 #include <utility>
 
 #include "kernels/fifo.h"
@@ -65,6 +67,34 @@ template <class E>
 struct HasLineGroups<E, decltype(void(std::declval<const E&>().line_groups()))> {
   static constexpr bool value = true;
 };
+
+// A line's payload word as N elements and back, by value (bit moves a compiler keeps in registers;
+// a memcpy of the whole array made it spill the array to local memory). Little-endian: element j is
+// bytes [j * sizeof(T), (j + 1) * sizeof(T)) of the word.
+template <typename T>
+using ElemBits = typename std::conditional<
+    sizeof(T) == 1, uint8_t,
+    typename std::conditional<sizeof(T) == 2, uint16_t,
+                              typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type>::type;
+template <typename T, size_t N>
+CCLAB_HD CCLAB_FORCEINLINE void word_to_elems(uint64_t w, T (&e)[N]) {
+  static_assert(N * sizeof(T) == 8, "one 8-byte word");
+  for (size_t j = 0; j < N; ++j) {
+    const ElemBits<T> b = static_cast<ElemBits<T>>(w >> (8 * sizeof(T) * j));
+    memcpy(&e[j], &b, sizeof(T));
+  }
+}
+template <typename T, size_t N>
+CCLAB_HD CCLAB_FORCEINLINE uint64_t elems_to_word(const T (&e)[N]) {
+  static_assert(N * sizeof(T) == 8, "one 8-byte word");
+  uint64_t w = 0;
+  for (size_t j = 0; j < N; ++j) {
+    ElemBits<T> b;
+    memcpy(&b, &e[j], sizeof(T));
+    w |= static_cast<uint64_t>(b) << (8 * sizeof(T) * j);
+  }
+  return w;
+}
 
 template <typename T, typename Proto, typename Exec>
 class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, Exec> {
@@ -140,6 +170,78 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
     return true;
   }
 
+  // LL on a block executor (several lanes: a GPU, or host threads playing one): each lane takes one
+  // line at a time and keeps it in registers, as NCCL's LL loop does. A received line's payload word is
+  // split into its elements by value, combined with the input in combine's order (so the same bytes as
+  // every other executor), written to the output and packed back into one word for the next peer.
+  // (Elements passed by pointer - the loop below - went through local memory on a GPU.)
+  static constexpr bool kLineValues = Proto::kLinePayload == 8 && !Proto::kGroupParts;
+  template <bool SRC, bool DST>
+  CCLAB_HD bool line_values(const StepLines& st) {
+    constexpr size_t N = kEltPerLine;
+    const bool do_pre = st.pre && op_.has_pre_op();
+    const bool do_post = st.post && op_.has_post_op();
+    const size_t stride = static_cast<size_t>(exec_.lanes());
+    for (size_t l = static_cast<size_t>(exec_.lane()); l < st.nlines; l += stride) {
+      const size_t e0 = l * N;
+      const size_t k = st.n - e0 < N ? st.n - e0 : N;  // elements in this line
+      // Loops over peers run to kMaxFan (a constant) so that r stays in registers.
+      T r[kMaxFan][N];
+      for (int i = 0; i < kMaxFan; ++i) {
+        if (i >= st.nr) break;
+        Exec& ex = exec_;
+        const Line* line = st.rl[i] + l;
+        const uint64_t step = st.recv_step[i];
+        uint64_t w = 0;
+        WaitSite rw{rank_, channel_, recvs_[i]->peer, step + 1, true, st.prim};
+        if (!exec_.wait_flag([&]() { return Proto::load_word(ex, line, step, &w); }, rw, &recvs_[i]->hdr->tail,
+                             step + 1))
+          return false;
+        word_to_elems(w, r[i]);
+      }
+      T x[N];
+      if (SRC) {
+        const T* in = input_ + st.in_off + e0;
+        CCLAB_UNROLL
+        for (size_t j = 0; j < N; ++j) x[j] = j < k ? in[j] : T();
+      }
+      T v[N];
+      CCLAB_UNROLL
+      for (size_t j = 0; j < N; ++j) {
+        T acc;
+        if (SRC) {
+          acc = do_pre ? op_.pre_op(x[j]) : x[j];
+          if (st.nr > 0) acc = op_(r[0][j], acc);
+          if (do_post && st.nr <= 1) acc = op_.post_op(acc);
+        } else {
+          acc = r[0][j];
+          if (do_post && st.nr == 1) acc = op_.post_op(acc);
+        }
+        for (int i = 1; i < kMaxFan; ++i) {
+          if (i >= st.nr) break;
+          acc = op_(r[i][j], acc);
+          if (do_post && i == st.nr - 1) acc = op_.post_op(acc);
+        }
+        v[j] = acc;
+      }
+      if (DST) {
+        T* out = output_ + st.out_off + e0;
+        CCLAB_UNROLL
+        for (size_t j = 0; j < N; ++j)
+          if (j < k) out[j] = v[j];
+      }
+      if (st.ns > 0) {
+        uint64_t w = elems_to_word(v);
+        if (k < N) w &= (uint64_t(1) << (8 * k * sizeof(T))) - 1;  // zero padding, as store_line's
+        for (int j = 0; j < kMaxFan; ++j) {
+          if (j >= st.ns) break;
+          Proto::store_word(exec_, st.sl[j] + l, w, st.send_step[j]);
+        }
+      }
+    }
+    return true;
+  }
+
   // RECV / SEND / SRC / DST as in primitives.h. The data is processed a line at a time: a received
   // line is unpacked into `a`, combined with the input, written to the output and/or packed into the
   // outgoing line (as NCCL's LLGenericOp, one line per thread per iteration).
@@ -197,12 +299,16 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
                           static_cast<const T*>(nullptr), SRC ? input_ + in_off + offset : static_cast<const T*>(nullptr),
                           n, false, false);
       }
-      bool grouped = false;  // LL128 in 8-lane line groups (NCCL's scheme) instead of a line per lane
+      const StepLines step{sl, rl, send_step, recv_step, nr, ns, in_off + offset, out_off + offset, n, nlines,
+                           pre, post, prim};
+      bool grouped = false;  // LL128 in 8-lane line groups (NCCL's scheme), or LL lines by value
       if constexpr (kGroupParts) {
         grouped = group_end > 0 && exec_.line_groups() > 0;
-        const StepLines step{sl, rl, send_step, recv_step, nr, ns, in_off + offset, out_off + offset, n, nlines,
-                             pre, post, prim};
         if (grouped && !group_lines<RECV, SEND, SRC, DST>(step)) return abort_now();
+      }
+      if constexpr (kLineValues) {
+        grouped = group_end > 0 && (CCLAB_DEVICE_PASS || exec_.lanes() > 1);  // a GPU block: always
+        if (grouped && !line_values<SRC, DST>(step)) return abort_now();
       }
       // Otherwise each lane of the block takes every lanes()-th group of lines; the host executor is one lane.
       const size_t lane_end = grouped ? 0 : group_end;

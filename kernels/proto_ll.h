@@ -250,24 +250,37 @@ struct ProtoLL {
   // atomicity of a half is all the protocol relies on.
   template <typename Exec>
   CCLAB_HD static void store_line(Exec& exec, Line* l, const unsigned char* p, size_t n, uint64_t step) {
-    const Line x = ll_make_line(p, n, ll_flag(step));
-    store16(exec, l, x.v[0], x.v[1]);
+    store_word(exec, l, load_le_bytes(p, n), step);
   }
   template <typename Exec>
   CCLAB_HD static bool load_line(Exec& exec, const Line* l, unsigned char* p, size_t n, uint64_t step) {
+    uint64_t w;
+    if (!load_word(exec, l, step, &w)) return false;
+    store_le_bytes(w, p, n);
+    return true;
+  }
+  // The same with the line's 8 payload bytes as one little-endian word (data1 low, data2 high), for
+  // a caller that keeps them in registers.
+  template <typename Exec>
+  CCLAB_HD static void store_word(Exec& exec, Line* l, uint64_t w, uint64_t step) {
     const uint32_t flag = ll_flag(step);
-    Line x;
+    store16(exec, l, ll_half(static_cast<uint32_t>(w), flag), ll_half(static_cast<uint32_t>(w >> 32), flag));
+  }
+  template <typename Exec>
+  CCLAB_HD static bool load_word(Exec& exec, const Line* l, uint64_t step, uint64_t* w) {
+    const uint32_t flag = ll_flag(step);
+    uint64_t lo, hi;
 #if CCLAB_DEVICE_PASS
     (void)exec;
-    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(x.v[0]), "=l"(x.v[1]) : "l"(l) : "memory");
-    if (!ll_half_has_flag(x.v[0], flag) || !ll_half_has_flag(x.v[1], flag)) return false;
+    asm volatile("ld.volatile.v2.u64 {%0, %1}, [%2];" : "=l"(lo), "=l"(hi) : "l"(l) : "memory");
+    if (!ll_half_has_flag(lo, flag) || !ll_half_has_flag(hi, flag)) return false;
 #else
-    x.v[0] = exec.load_u64(&l->v[0]);
-    if (!ll_half_has_flag(x.v[0], flag)) return false;
-    x.v[1] = exec.load_u64(&l->v[1]);
-    if (!ll_half_has_flag(x.v[1], flag)) return false;
+    lo = exec.load_u64(&l->v[0]);
+    if (!ll_half_has_flag(lo, flag)) return false;
+    hi = exec.load_u64(&l->v[1]);
+    if (!ll_half_has_flag(hi, flag)) return false;
 #endif
-    ll_line_payload(x, p, n);
+    *w = (lo & 0xffffffffull) | (hi << 32);
     return true;
   }
   template <typename Exec>
