@@ -186,7 +186,7 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       const size_t e0 = l * N;
       const size_t k = st.n - e0 < N ? st.n - e0 : N;  // elements in this line
       // Loops over peers run to kMaxFan (a constant) so that r stays in registers.
-      T r[kMaxFan][N];
+      T r[kMaxFan][N] = {};
       for (int i = 0; i < kMaxFan; ++i) {
         if (i >= st.nr) break;
         Exec& ex = exec_;
@@ -213,9 +213,11 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
           acc = do_pre ? op_.pre_op(x[j]) : x[j];
           if (st.nr > 0) acc = op_(r[0][j], acc);
           if (do_post && st.nr <= 1) acc = op_.post_op(acc);
-        } else {
+        } else if (st.nr > 0) {
           acc = r[0][j];
           if (do_post && st.nr == 1) acc = op_.post_op(acc);
+        } else {  // nothing received or read (no schedule does this): the output's value goes on, as in combine
+          acc = DST && j < k ? output_[st.out_off + e0 + j] : T();
         }
         for (int i = 1; i < kMaxFan; ++i) {
           if (i >= st.nr) break;
