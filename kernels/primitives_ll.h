@@ -53,6 +53,7 @@
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
 #include "kernels/proto_ll.h"
+#include "kernels/reduce_copy.h"
 #include "kernels/reduce_ops.h"
 #include "kernels/step_record.h"
 
@@ -205,24 +206,23 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         CCLAB_UNROLL
         for (size_t j = 0; j < N; ++j) x[j] = j < k ? in[j] : T();
       }
+      // combine's passes, element by element, through reduce_copy's own per-element rule (rc_val).
       T v[N];
       CCLAB_UNROLL
       for (size_t j = 0; j < N; ++j) {
         T acc;
-        if (SRC) {
-          acc = do_pre ? op_.pre_op(x[j]) : x[j];
-          if (st.nr > 0) acc = op_(r[0][j], acc);
-          if (do_post && st.nr <= 1) acc = op_.post_op(acc);
+        if (SRC && st.nr > 0) {
+          acc = detail::rc_val<true, true>(op_, op_, r[0][j], x[j], do_pre, do_post && st.nr == 1);
+        } else if (SRC) {
+          acc = detail::rc_val<false, true>(op_, op_, T(), x[j], do_pre, do_post);
         } else if (st.nr > 0) {
-          acc = r[0][j];
-          if (do_post && st.nr == 1) acc = op_.post_op(acc);
+          acc = detail::rc_val<false, true>(op_, op_, T(), r[0][j], false, do_post && st.nr == 1);
         } else {  // nothing received or read (no schedule does this): the output's value goes on, as in combine
           acc = DST && j < k ? output_[st.out_off + e0 + j] : T();
         }
         for (int i = 1; i < kMaxFan; ++i) {
           if (i >= st.nr) break;
-          acc = op_(r[i][j], acc);
-          if (do_post && i == st.nr - 1) acc = op_.post_op(acc);
+          acc = detail::rc_val<true, true>(op_, op_, r[i][j], acc, false, do_post && i == st.nr - 1);
         }
         v[j] = acc;
       }

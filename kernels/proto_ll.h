@@ -106,17 +106,22 @@ CCLAB_HD inline bool ll_line_has_flag(const LLLine& l, uint32_t flag) { return l
 // Lines needed for `bytes` of payload.
 CCLAB_HD inline size_t ll_lines(size_t bytes) { return (bytes + kLLLinePayload - 1) / kLLLinePayload; }
 
-// The line carrying `n` (<= 8) payload bytes from p, zero-padded.
-CCLAB_HD inline LLLine ll_make_line(const unsigned char* p, size_t n, uint32_t flag) {
-  const uint64_t w = load_le_bytes(p, n);
+// A line's 8 payload bytes as one little-endian word: data1 low, data2 high. From the line's two
+// {data, flag} halves, and back.
+CCLAB_HD inline uint64_t ll_halves_word(uint64_t lo, uint64_t hi) { return (lo & 0xffffffffull) | (hi << 32); }
+CCLAB_HD inline LLLine ll_word_line(uint64_t w, uint32_t flag) {
   LLLine l;
   l.v[0] = ll_half(static_cast<uint32_t>(w), flag);
   l.v[1] = ll_half(static_cast<uint32_t>(w >> 32), flag);
   return l;
 }
+// The line carrying `n` (<= 8) payload bytes from p, zero-padded.
+CCLAB_HD inline LLLine ll_make_line(const unsigned char* p, size_t n, uint32_t flag) {
+  return ll_word_line(load_le_bytes(p, n), flag);
+}
 // The first `n` (<= 8) payload bytes of a line.
 CCLAB_HD inline void ll_line_payload(const LLLine& l, unsigned char* p, size_t n) {
-  store_le_bytes(static_cast<uint64_t>(l.f.data1) | (static_cast<uint64_t>(l.f.data2) << 32), p, n);
+  store_le_bytes(ll_halves_word(l.v[0], l.v[1]), p, n);
 }
 // Packs `bytes` from src into ll_lines(bytes) lines carrying `flag`; returns the line count.
 CCLAB_HD inline size_t ll_pack(const void* src, size_t bytes, LLLine* dst, uint32_t flag) {
@@ -263,8 +268,8 @@ struct ProtoLL {
   // a caller that keeps them in registers.
   template <typename Exec>
   CCLAB_HD static void store_word(Exec& exec, Line* l, uint64_t w, uint64_t step) {
-    const uint32_t flag = ll_flag(step);
-    store16(exec, l, ll_half(static_cast<uint32_t>(w), flag), ll_half(static_cast<uint32_t>(w >> 32), flag));
+    const Line x = ll_word_line(w, ll_flag(step));
+    store16(exec, l, x.v[0], x.v[1]);
   }
   template <typename Exec>
   CCLAB_HD static bool load_word(Exec& exec, const Line* l, uint64_t step, uint64_t* w) {
@@ -280,7 +285,7 @@ struct ProtoLL {
     hi = exec.load_u64(&l->v[1]);
     if (!ll_half_has_flag(hi, flag)) return false;
 #endif
-    *w = (lo & 0xffffffffull) | (hi << 32);
+    *w = ll_halves_word(lo, hi);
     return true;
   }
   template <typename Exec>

@@ -109,6 +109,24 @@ CCLAB_HD CCLAB_FORCEINLINE T rc_val(const RedOp<T>& op, Fn fn, T a, T b, bool do
   return v;
 }
 
+// U aligned packs p, p + stride, ... of one lane: every source's packs loaded first, then combined and
+// stored (U = kRcUnroll in the main loop, 1 for the lane's last few whole packs).
+template <int U, bool kA, bool kOps, typename T, typename Fn>
+CCLAB_HD CCLAB_FORCEINLINE void rc_packs(const RedOp<T>& op, Fn fn, T* dst0, T* dst1, const T* a, const T* b, size_t p,
+                                         size_t stride, bool do_pre, bool do_post) {
+  constexpr size_t kPack = static_cast<size_t>(Pack16<T>::kN);
+  Pack16<T> xa[U], xb[U];
+  for (int u = 0; u < U; ++u) xb[u] = load_pack(b + (p + u * stride) * kPack);
+  if (kA)
+    for (int u = 0; u < U; ++u) xa[u] = load_pack(a + (p + u * stride) * kPack);
+  for (int u = 0; u < U; ++u) {
+    Pack16<T> r;
+    for (size_t j = 0; j < kPack; ++j) r.v[j] = rc_val<kA, kOps>(op, fn, kA ? xa[u].v[j] : T(), xb[u].v[j], do_pre, do_post);
+    store_pack(dst0 + (p + u * stride) * kPack, r);
+    if (dst1 != nullptr) store_pack(dst1 + (p + u * stride) * kPack, r);
+  }
+}
+
 template <bool kA, bool kOps, typename T, typename Fn>
 CCLAB_HD void reduce_copy_lanes_fn(const RedOp<T>& op, Fn fn, T* dst0, T* dst1, const T* a, const T* b, size_t n,
                                    bool do_pre, bool do_post, int lane, int lanes) {
@@ -121,28 +139,9 @@ CCLAB_HD void reduce_copy_lanes_fn(const RedOp<T>& op, Fn fn, T* dst0, T* dst1, 
   if (vec) {
     const size_t full = n / kPack;  // packs with kPack elements
     // kRcUnroll of this lane's packs at a time: p, p + stride, ... (the mapping is unchanged).
-    for (; p + (kRcUnroll - 1) * stride < full; p += kRcUnroll * stride) {
-      Pack16<T> xa[kRcUnroll], xb[kRcUnroll];
-      for (int u = 0; u < kRcUnroll; ++u) xb[u] = load_pack(b + (p + u * stride) * kPack);
-      if (kA)
-        for (int u = 0; u < kRcUnroll; ++u) xa[u] = load_pack(a + (p + u * stride) * kPack);
-      for (int u = 0; u < kRcUnroll; ++u) {
-        Pack16<T> r;
-        for (size_t j = 0; j < kPack; ++j)
-          r.v[j] = rc_val<kA, kOps>(op, fn, kA ? xa[u].v[j] : T(), xb[u].v[j], do_pre, do_post);
-        store_pack(dst0 + (p + u * stride) * kPack, r);
-        if (dst1 != nullptr) store_pack(dst1 + (p + u * stride) * kPack, r);
-      }
-    }
-    for (; p < full; p += stride) {
-      const Pack16<T> xb = load_pack(b + p * kPack);
-      Pack16<T> xa;
-      if (kA) xa = load_pack(a + p * kPack);
-      Pack16<T> r;
-      for (size_t j = 0; j < kPack; ++j) r.v[j] = rc_val<kA, kOps>(op, fn, kA ? xa.v[j] : T(), xb.v[j], do_pre, do_post);
-      store_pack(dst0 + p * kPack, r);
-      if (dst1 != nullptr) store_pack(dst1 + p * kPack, r);
-    }
+    for (; p + (kRcUnroll - 1) * stride < full; p += kRcUnroll * stride)
+      rc_packs<kRcUnroll, kA, kOps>(op, fn, dst0, dst1, a, b, p, stride, do_pre, do_post);
+    for (; p < full; p += stride) rc_packs<1, kA, kOps>(op, fn, dst0, dst1, a, b, p, stride, do_pre, do_post);
   }
   // Unaligned operands, and the last partial pack: element by element.
   for (; p < npacks; p += stride) {

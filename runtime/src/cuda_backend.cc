@@ -99,16 +99,17 @@ struct CudaComm {
   cudaStream_t setup = nullptr;
   // The communicator's launches in the order they were made, whatever streams they are on: each kernel
   // reads its connections' steps at start and writes them back at the end, so two of them running at
-  // once would share FIFO slots. A launch on another stream than the last one waits for `last`.
-  cudaEvent_t last = nullptr;
-  cudaStream_t last_stream = nullptr;
-  bool launched = false;
-  // The same order inside a stream capture: the last launch captured, on which stream, in which capture
-  // (cudaStreamGetCaptureInfo's id). A captured launch on another stream of the same capture depends on
-  // it, so the graph runs the communicator's kernels one after another as eager launches do.
-  cudaEvent_t cap_last = nullptr;
-  cudaStream_t cap_stream = nullptr;
-  unsigned long long cap_id = 0;
+  // once would share FIFO slots. A launch on another stream than the last one waits for its event.
+  // Eager launches and captured ones keep separate orders: inside a stream capture the event becomes a
+  // dependency between the capture's streams (cudaStreamGetCaptureInfo's id tells captures apart), so
+  // the graph runs the communicator's kernels one after another as eager launches do.
+  struct LaunchOrder {
+    cudaEvent_t done = nullptr;     // recorded after the last launch
+    cudaStream_t stream = nullptr;  // its stream
+    unsigned long long capture = 0;  // its capture (0: eager)
+    bool any = false;               // a launch happened (the legacy stream is null too)
+  };
+  LaunchOrder eager, captured;
   // Joins the streams of a group's sends and receives (recorded on one, waited for on another).
   cudaEvent_t join = nullptr;
   uint64_t record_capacity = 0;  // step records per block per launch (CCLAB_TRACE)
@@ -221,8 +222,8 @@ CudaComm::~CudaComm() {
   if (conns_dev) cudaFree(conns_dev);
   if (views_dev) cudaFree(views_dev);
   if (setup) cudaStreamDestroy(setup);
-  if (last) cudaEventDestroy(last);
-  if (cap_last) cudaEventDestroy(cap_last);
+  for (LaunchOrder* o : {&eager, &captured})
+    if (o->done) cudaEventDestroy(o->done);
   if (join) cudaEventDestroy(join);
   if (abort_host) cudaFreeHost(abort_host);
 }
@@ -272,8 +273,8 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
                         static_cast<long long>(nt));
   cc->nthreads = static_cast<int>(nt);
   CUDA_TRY(cudaStreamCreateWithFlags(&cc->setup, cudaStreamNonBlocking), comm);
-  CUDA_TRY(cudaEventCreateWithFlags(&cc->last, cudaEventDisableTiming), comm);
-  CUDA_TRY(cudaEventCreateWithFlags(&cc->cap_last, cudaEventDisableTiming), comm);
+  CUDA_TRY(cudaEventCreateWithFlags(&cc->eager.done, cudaEventDisableTiming), comm);
+  CUDA_TRY(cudaEventCreateWithFlags(&cc->captured.done, cudaEventDisableTiming), comm);
   CUDA_TRY(cudaEventCreateWithFlags(&cc->join, cudaEventDisableTiming), comm);
   CUDA_TRY(cudaHostAlloc(reinterpret_cast<void**>(&cc->abort_host), sizeof(int),
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
@@ -491,7 +492,7 @@ void CUDART_CB release_graph_slot(void* data) {
   delete holder;
 }
 
-// The graph `stream` is capturing into (and the capture's id), or null when it is not capturing.
+// The graph `stream` is capturing into (and the capture's id), or null (and id 0) when it is not capturing.
 cudaGraph_t capturing_graph(cudaStream_t stream, unsigned long long* id = nullptr) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   cudaGraph_t graph = nullptr;
@@ -500,8 +501,9 @@ cudaGraph_t capturing_graph(cudaStream_t stream, unsigned long long* id = nullpt
     (void)cudaGetLastError();
     return nullptr;
   }
-  if (id) *id = cid;
-  return status == cudaStreamCaptureStatusActive ? graph : nullptr;
+  const bool active = status == cudaStreamCaptureStatusActive;
+  if (id) *id = active ? cid : 0;
+  return active ? graph : nullptr;
 }
 
 ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& owned, cuda::LaunchArgs& args,
@@ -541,14 +543,12 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
       return cuda_fail(eg, "cudaGraphRetainUserObject", comm);
     }
   }
-  // Eager launches of one communicator run one after another (CudaComm::last), and so do the launches
-  // captured into one graph (CudaComm::cap_last: a dependency between the capture's streams). Replaying
-  // a graph beside other launches of the communicator is, as with NCCL, the caller's to order.
-  const bool after_eager = graph == nullptr && cc.launched && cc.last_stream != stream;
-  const bool after_captured = graph != nullptr && cc.cap_stream != nullptr && cc.cap_id == capture &&
-                              cc.cap_stream != stream;
-  if (after_eager || after_captured) {
-    const cudaError_t ew = cudaStreamWaitEvent(stream, after_eager ? cc.last : cc.cap_last, 0);
+  // Eager launches of one communicator run one after another, and so do the launches captured into one
+  // graph (CudaComm::LaunchOrder). Replaying a graph beside other launches of the communicator is, as
+  // with NCCL, the caller's to order.
+  CudaComm::LaunchOrder& order = graph != nullptr ? cc.captured : cc.eager;
+  if (order.any && order.capture == capture && order.stream != stream) {
+    const cudaError_t ew = cudaStreamWaitEvent(stream, order.done, 0);
     if (ew != cudaSuccess) {
       if (graph == nullptr) slot->busy = false;
       return cuda_fail(ew, "cudaStreamWaitEvent (after the communicator's previous launch)", comm);
@@ -561,15 +561,8 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
   }
   const cudaError_t e2 = cudaLaunchHostFunc(stream, launch_done, slot);
   if (e2 != cudaSuccess) return cuda_fail(e2, "cudaLaunchHostFunc", comm);
-  if (graph == nullptr) {
-    CUDA_TRY(cudaEventRecord(cc.last, stream), comm);
-    cc.last_stream = stream;
-    cc.launched = true;
-  } else {
-    CUDA_TRY(cudaEventRecord(cc.cap_last, stream), comm);
-    cc.cap_stream = stream;
-    cc.cap_id = capture;
-  }
+  CUDA_TRY(cudaEventRecord(order.done, stream), comm);
+  order = CudaComm::LaunchOrder{order.done, stream, capture, true};
   return ncclSuccess;
 }
 
