@@ -69,32 +69,36 @@ struct HasLineGroups<E, decltype(void(std::declval<const E&>().line_groups()))> 
   static constexpr bool value = true;
 };
 
-// A line's payload word as N elements and back, by value (bit moves a compiler keeps in registers;
-// a memcpy of the whole array made it spill the array to local memory). Little-endian: element j is
-// bytes [j * sizeof(T), (j + 1) * sizeof(T)) of the word.
+// W payload words (an LL line's one word, an LL128 part's two) as N elements and back, by value: bit
+// moves a compiler keeps in registers (a memcpy of the whole array made it spill the array to local
+// memory). Little-endian: element j is bytes [j * sizeof(T), (j + 1) * sizeof(T)) of the words.
 template <typename T>
 using ElemBits = typename std::conditional<
     sizeof(T) == 1, uint8_t,
     typename std::conditional<sizeof(T) == 2, uint16_t,
                               typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type>::type>::type;
-template <typename T, size_t N>
-CCLAB_HD CCLAB_FORCEINLINE void word_to_elems(uint64_t w, T (&e)[N]) {
-  static_assert(N * sizeof(T) == 8, "one 8-byte word");
+template <typename T, size_t W, size_t N>
+CCLAB_HD CCLAB_FORCEINLINE void words_to_elems(const uint64_t (&w)[W], T (&e)[N]) {
+  static_assert(N * sizeof(T) == 8 * W, "N elements fill W words");
+  constexpr size_t kPer = 8 / sizeof(T);
+  CCLAB_UNROLL
   for (size_t j = 0; j < N; ++j) {
-    const ElemBits<T> b = static_cast<ElemBits<T>>(w >> (8 * sizeof(T) * j));
+    const ElemBits<T> b = static_cast<ElemBits<T>>(w[j / kPer] >> (8 * sizeof(T) * (j % kPer)));
     memcpy(&e[j], &b, sizeof(T));
   }
 }
-template <typename T, size_t N>
-CCLAB_HD CCLAB_FORCEINLINE uint64_t elems_to_word(const T (&e)[N]) {
-  static_assert(N * sizeof(T) == 8, "one 8-byte word");
-  uint64_t w = 0;
+template <typename T, size_t W, size_t N>
+CCLAB_HD CCLAB_FORCEINLINE void elems_to_words(const T (&e)[N], uint64_t (&w)[W]) {
+  static_assert(N * sizeof(T) == 8 * W, "N elements fill W words");
+  constexpr size_t kPer = 8 / sizeof(T);
+  CCLAB_UNROLL
+  for (size_t i = 0; i < W; ++i) w[i] = 0;
+  CCLAB_UNROLL
   for (size_t j = 0; j < N; ++j) {
     ElemBits<T> b;
     memcpy(&b, &e[j], sizeof(T));
-    w |= static_cast<uint64_t>(b) << (8 * sizeof(T) * j);
+    w[j / kPer] |= static_cast<uint64_t>(b) << (8 * sizeof(T) * (j % kPer));
   }
-  return w;
 }
 
 template <typename T, typename Proto, typename Exec>
@@ -112,8 +116,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   using Line = typename Proto::Line;
   static_assert(Proto::kLinePayload % sizeof(T) == 0, "an element never straddles two lines");
   static constexpr size_t kEltPerLine = Proto::kLinePayload / sizeof(T);
-  // Lines per data loop: 32 LL lines (256 B of payload) or 8 LL128 lines (960 B).
-  // (A GPU lane takes one line at a time, as NCCL's LL loop does, keeping the group in registers.)
+  // Lines per data loop of the byte path (the host executor's single lane, and host blocks with no
+  // whole LL128 line group): 32 LL lines (256 B of payload) or 8 LL128 lines (960 B). On a GPU that
+  // path is never taken (line_values / group_lines keep each line in registers), so it is not
+  // compiled there beyond this constant.
   static constexpr size_t kGroupLines = CCLAB_DEVICE_PASS ? 1 : (Proto::kLinePayload >= 64 ? 8 : 32);
   static constexpr bool kGroupParts = Proto::kGroupParts && HasLineGroups<Exec>::value;
 
@@ -130,51 +136,103 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
     PrimKind prim;
   };
 
+  // One unit of a line (an LL line's payload, an LL128 part) held by value: r[i] is what peer i sent
+  // (s.nr peers), k the unit's valid elements, e0 its first element within the step. Combines r with
+  // the input's elements (SRC), writes the first k to the output (DST) and returns the value as W words
+  // for the next peers. Each element is combine's value, in combine's pass order and through
+  // reduce_copy's own per-element rule (rc_val), so every executor computes the same bytes. With
+  // nothing received or read (no schedule does this) the output's value goes on, as in combine.
+  // Loops over peers run to kMaxFan (a constant) so that r stays in registers.
+  template <bool SRC, bool DST, size_t W, size_t N>
+  CCLAB_HD CCLAB_FORCEINLINE void unit_values(const T (&r)[kMaxFan][N], const StepLines& s, size_t e0, size_t k,
+                                              bool do_pre, bool do_post, uint64_t (&w)[W]) const {
+    const int nr = s.nr;
+    T x[N] = {};
+    if (SRC) load_elems(input_ + s.in_off + e0, k, x);
+    const T* prev = DST ? output_ + s.out_off + e0 : nullptr;
+    T v[N];
+    CCLAB_UNROLL
+    for (size_t j = 0; j < N; ++j) {
+      T acc;
+      if (SRC && nr > 0) {
+        acc = detail::rc_val<true, true>(op_, op_, r[0][j], x[j], do_pre, do_post && nr == 1);
+      } else if (SRC) {
+        acc = detail::rc_val<false, true>(op_, op_, T(), x[j], do_pre, do_post);
+      } else if (nr > 0) {
+        acc = detail::rc_val<false, true>(op_, op_, T(), r[0][j], false, do_post && nr == 1);
+      } else {
+        acc = prev != nullptr && j < k ? prev[j] : T();
+      }
+      CCLAB_UNROLL
+      for (int i = 1; i < kMaxFan; ++i) {
+        if (i >= nr) break;
+        acc = detail::rc_val<true, true>(op_, op_, r[i][j], acc, false, do_post && i == nr - 1);
+      }
+      v[j] = acc;
+    }
+    if (DST) store_elems(v, k, output_ + s.out_off + e0);
+    elems_to_words(v, w);
+  }
+  // A unit's input elements (zero past k) and its output's.
+  template <size_t N>
+  CCLAB_HD CCLAB_FORCEINLINE static void load_elems(const T* p, size_t k, T (&x)[N]) {
+    CCLAB_UNROLL
+    for (size_t j = 0; j < N; ++j) x[j] = j < k ? p[j] : T();
+  }
+  template <size_t N>
+  CCLAB_HD CCLAB_FORCEINLINE static void store_elems(const T (&v)[N], size_t k, T* p) {
+    CCLAB_UNROLL
+    for (size_t j = 0; j < N; ++j)
+      if (j < k) p[j] = v[j];
+  }
+
   // NCCL's LL128 data loop: line group g (lanes 8g .. 8g+7) takes lines g, g + groups, ...; lane 8g + p
-  // moves part p of each line (ProtoLL128::store_part / load_part): its payload bytes [16p, 16p + 16),
-  // 8 bytes and the flag for the flag part. A part holds whole elements (16 is a multiple of sizeof(T)),
-  // so each lane combines its own elements. Lanes past the last whole group have no line work (never on
-  // a GPU, whose blocks are whole warps). False once the executor gave up.
-  template <bool RECV, bool SEND, bool SRC, bool DST>
+  // moves part p of each line (ProtoLL128::store_part_words / load_part_words) and keeps it in
+  // registers: its payload bytes [16p, 16p + 16), 8 bytes and the flag for the flag part. A part holds
+  // whole elements (16 is a multiple of sizeof(T)), so each lane combines its own elements by value
+  // (unit_values). Lanes past the last whole group have no line work (never on a GPU, whose blocks
+  // are whole warps). False once the executor gave up.
+  template <bool SRC, bool DST>
   CCLAB_HD bool group_lines(const StepLines& s) {
     static_assert(kLL128PartBytes % sizeof(T) == 0 && 8 % sizeof(T) == 0, "a part holds whole elements");
-    constexpr size_t kEltPerPart = kLL128PartBytes / sizeof(T);
+    constexpr size_t N = kLL128PartBytes / sizeof(T);
+    const bool do_pre = s.pre && op_.has_pre_op();
+    const bool do_post = s.post && op_.has_post_op();
     const int groups = exec_.line_groups();
     const int g = exec_.lane() / kLL128Parts, part = exec_.lane() % kLL128Parts;
     if (g >= groups) return true;
-    const size_t first = static_cast<size_t>(part) * kEltPerPart;  // the part's first element in a line
+    const size_t first = static_cast<size_t>(part) * N;  // the part's first element in a line
     const size_t cap = static_cast<size_t>(ll128_part_payload(part)) / sizeof(T);
     for (size_t l = static_cast<size_t>(g); l < s.nlines; l += static_cast<size_t>(groups)) {
       const size_t line_elems = s.n - l * kEltPerLine < kEltPerLine ? s.n - l * kEltPerLine : kEltPerLine;
       const size_t k = first >= line_elems ? 0 : (line_elems - first < cap ? line_elems - first : cap);
       const size_t e0 = l * kEltPerLine + first;  // within the step
-      T a[kMaxFan][kEltPerPart];  // this part of the received lines
-      T out[kEltPerPart];         // this part of the outgoing lines
-      const T* rsrc[kMaxFan] = {};
-      for (int i = 0; i < s.nr; ++i) {
+      T r[kMaxFan][N] = {};
+      CCLAB_UNROLL
+      for (int i = 0; i < kMaxFan; ++i) {
+        if (i >= s.nr) break;
         WaitSite rw{rank_, channel_, recvs_[i]->peer, s.recv_step[i] + 1, true, s.prim};
-        if (!Proto::load_part(exec_, s.rl[i] + l, part, reinterpret_cast<unsigned char*>(a[i]), k * sizeof(T),
-                              s.recv_step[i], rw))
-          return false;
-        rsrc[i] = a[i];
+        uint64_t w[2];
+        if (!Proto::load_part_words(exec_, s.rl[i] + l, part, s.recv_step[i], rw, &w[0], &w[1])) return false;
+        words_to_elems(w, r[i]);
       }
-      if (k > 0) {
-        T* d0 = DST ? output_ + s.out_off + e0 : out;
-        T* extra[1] = {out};
-        this->template combine<true>(d0, extra, (DST && s.ns > 0) ? 1 : 0, rsrc, s.nr,
-                                     SRC ? input_ + s.in_off + e0 : nullptr, k, s.pre, s.post);
+      uint64_t w[2];
+      unit_values<SRC, DST>(r, s, e0, k, do_pre, do_post, w);
+      if (s.ns > 0) {
+        CCLAB_UNROLL
+        for (int j = 0; j < kMaxFan; ++j) {
+          if (j >= s.ns) break;
+          Proto::store_part_words(exec_, s.sl[j] + l, part, w[0], w[1], k * sizeof(T), s.send_step[j]);
+        }
       }
-      for (int j = 0; j < s.ns; ++j)
-        Proto::store_part(exec_, s.sl[j] + l, part, reinterpret_cast<const unsigned char*>(out), k * sizeof(T),
-                          s.send_step[j]);
     }
     return true;
   }
 
   // LL on a block executor (several lanes: a GPU, or host threads playing one): each lane takes one
   // line at a time and keeps it in registers, as NCCL's LL loop does. A received line's payload word is
-  // split into its elements by value, combined with the input in combine's order (so the same bytes as
-  // every other executor), written to the output and packed back into one word for the next peer.
+  // split into its elements by value, combined with the input (unit_values), written to the output
+  // and packed back into one word for the next peer.
   // (Elements passed by pointer - the loop below - went through local memory on a GPU.)
   static constexpr bool kLineValues = Proto::kLinePayload == 8 && !Proto::kGroupParts;
   template <bool SRC, bool DST>
@@ -186,58 +244,28 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
     for (size_t l = static_cast<size_t>(exec_.lane()); l < st.nlines; l += stride) {
       const size_t e0 = l * N;
       const size_t k = st.n - e0 < N ? st.n - e0 : N;  // elements in this line
-      // Loops over peers run to kMaxFan (a constant) so that r stays in registers.
       T r[kMaxFan][N] = {};
+      CCLAB_UNROLL
       for (int i = 0; i < kMaxFan; ++i) {
         if (i >= st.nr) break;
         Exec& ex = exec_;
         const Line* line = st.rl[i] + l;
         const uint64_t step = st.recv_step[i];
-        uint64_t w = 0;
+        uint64_t w[1] = {0};
         WaitSite rw{rank_, channel_, recvs_[i]->peer, step + 1, true, st.prim};
-        if (!exec_.wait_flag([&]() { return Proto::load_word(ex, line, step, &w); }, rw, &recvs_[i]->hdr->tail,
+        if (!exec_.wait_flag([&]() { return Proto::load_word(ex, line, step, &w[0]); }, rw, &recvs_[i]->hdr->tail,
                              step + 1))
           return false;
-        word_to_elems(w, r[i]);
+        words_to_elems(w, r[i]);
       }
-      T x[N];
-      if (SRC) {
-        const T* in = input_ + st.in_off + e0;
-        CCLAB_UNROLL
-        for (size_t j = 0; j < N; ++j) x[j] = j < k ? in[j] : T();
-      }
-      // combine's passes, element by element, through reduce_copy's own per-element rule (rc_val).
-      T v[N];
-      CCLAB_UNROLL
-      for (size_t j = 0; j < N; ++j) {
-        T acc;
-        if (SRC && st.nr > 0) {
-          acc = detail::rc_val<true, true>(op_, op_, r[0][j], x[j], do_pre, do_post && st.nr == 1);
-        } else if (SRC) {
-          acc = detail::rc_val<false, true>(op_, op_, T(), x[j], do_pre, do_post);
-        } else if (st.nr > 0) {
-          acc = detail::rc_val<false, true>(op_, op_, T(), r[0][j], false, do_post && st.nr == 1);
-        } else {  // nothing received or read (no schedule does this): the output's value goes on, as in combine
-          acc = DST && j < k ? output_[st.out_off + e0 + j] : T();
-        }
-        for (int i = 1; i < kMaxFan; ++i) {
-          if (i >= st.nr) break;
-          acc = detail::rc_val<true, true>(op_, op_, r[i][j], acc, false, do_post && i == st.nr - 1);
-        }
-        v[j] = acc;
-      }
-      if (DST) {
-        T* out = output_ + st.out_off + e0;
-        CCLAB_UNROLL
-        for (size_t j = 0; j < N; ++j)
-          if (j < k) out[j] = v[j];
-      }
+      uint64_t w[1];
+      unit_values<SRC, DST>(r, st, e0, k, do_pre, do_post, w);
       if (st.ns > 0) {
-        uint64_t w = elems_to_word(v);
-        if (k < N) w &= (uint64_t(1) << (8 * k * sizeof(T))) - 1;  // zero padding, as store_line's
+        w[0] = le_low_bytes(w[0], k * sizeof(T));  // zero padding, as store_line's
+        CCLAB_UNROLL
         for (int j = 0; j < kMaxFan; ++j) {
           if (j >= st.ns) break;
-          Proto::store_word(exec_, st.sl[j] + l, w, st.send_step[j]);
+          Proto::store_word(exec_, st.sl[j] + l, w[0], st.send_step[j]);
         }
       }
     }
@@ -285,9 +313,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         rl[i] = reinterpret_cast<Line*>(recvs_[i]->slot(recv_step[i]));
       }
       const double td = obs ? exec_.now_us() : 0.0;
-      // Lines are handled kGroupLines at a time: each received line is unpacked into `a` (waiting for
-      // its flag), the group is combined with the input in one data loop, and the result is packed
-      // into each outgoing line. (On a GPU each thread takes one line of a group.)
+      // On a block executor each lane keeps its lines (LL) or line parts (LL128) in registers
+      // (line_values, group_lines). Otherwise lines are handled kGroupLines at a time: each received
+      // line is unpacked into `a` (waiting for its flag), the group is combined with the input in one
+      // data loop, and the result is packed into each outgoing line.
       // An executor that moves no data (the simulator's timing-only mode) only needs to know the step's
       // data loop happened: one call for the whole step instead of packing and unpacking every line.
       // It still waits for each received step (on its doorbell) before the step counts as done.
@@ -305,8 +334,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
                            pre, post, prim};
       bool grouped = false;  // LL128 in 8-lane line groups (NCCL's scheme), or LL lines by value
       if constexpr (kGroupParts) {
-        grouped = group_end > 0 && exec_.line_groups() > 0;
-        if (grouped && !group_lines<RECV, SEND, SRC, DST>(step)) return abort_now();
+        grouped = group_end > 0 && (CCLAB_DEVICE_PASS || exec_.line_groups() > 0);  // a GPU block: always
+        if (grouped && !group_lines<SRC, DST>(step)) return abort_now();
       }
       if constexpr (kLineValues) {
         grouped = group_end > 0 && (CCLAB_DEVICE_PASS || exec_.lanes() > 1);  // a GPU block: always

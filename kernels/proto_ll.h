@@ -75,6 +75,8 @@ CCLAB_HD inline uint64_t load_le_bytes(const unsigned char* p, size_t n) {
 CCLAB_HD inline void store_le_bytes(uint64_t w, unsigned char* p, size_t n) {
   for (size_t i = 0; i < n && i < 8; ++i) p[i] = static_cast<unsigned char>(w >> (8 * i));
 }
+// The first `n` bytes of a word (its low bytes); the rest zero, as load_le_bytes leaves them.
+CCLAB_HD inline uint64_t le_low_bytes(uint64_t w, size_t n) { return n >= 8 ? w : w & ((uint64_t(1) << (8 * n)) - 1); }
 
 // ---- LL -----------------------------------------------------------------------------------------------
 
@@ -191,6 +193,13 @@ CCLAB_HD inline void ll128_make_part(const unsigned char* p, size_t n, int part,
   *lo = load_le_bytes(p, n);
   *hi = part == kLL128FlagPart ? flag : (n > 8 ? load_le_bytes(p + 8, n - 8) : 0);
 }
+// The same from the part's two payload words held by value (a lane's registers): the first `n` bytes of
+// lo:hi, zero beyond; the flag part's second word is `flag`. Equals ll128_make_part of those bytes.
+CCLAB_HD inline void ll128_part_words(uint64_t lo, uint64_t hi, size_t n, int part, uint64_t flag, uint64_t* olo,
+                                      uint64_t* ohi) {
+  *olo = le_low_bytes(lo, n);
+  *ohi = part == kLL128FlagPart ? flag : (n > 8 ? le_low_bytes(hi, n - 8) : 0);
+}
 // The first `n` payload bytes of a part (the flag word is not payload).
 CCLAB_HD inline void ll128_part_bytes(uint64_t lo, uint64_t hi, unsigned char* p, size_t n) {
   store_le_bytes(lo, p, n);
@@ -227,7 +236,7 @@ CCLAB_HD inline bool ll128_unpack(const LL128Line* src, size_t bytes, void* dst,
 //   needs_clean(step), clean_line(exec, Line*, step) NCCL's LL flag cleaning (never for LL128)
 //   kGroupParts                                      lines move as kLL128Parts parts, one per lane of an
 //                                                    8-lane group, on an executor with line groups
-//                                                    (LL128: store_part / load_part below)
+//                                                    (LL128: store_part_words / load_part_words below)
 // Exec must offer 8-byte atomic loads/stores: load_u64, load_u64_acquire, store_u64, store_u64_release.
 
 // NCCL's ProtoLL: one step per slice and chunk; a step carries half its buffer bytes of payload.
@@ -347,34 +356,38 @@ struct ProtoLL128 {
   CCLAB_HD static void clean_line(Exec&, Line*, uint64_t) {}
 
   // NCCL's line groups (see the ordering notes at the top): lane `part` of an 8-lane group moves part
-  // `part` of the line, `n` payload bytes at p (<= ll128_part_payload(part)). Every lane of the group
-  // calls these for the same line, empty parts included (they carry the zero padding and the flag).
+  // `part` of the line as two words held by value (lo = payload bytes [16p, 16p + 8), hi = the next 8,
+  // or the flag for the flag part). Every lane of the group calls these for the same line, empty parts
+  // included (they carry the zero padding and the flag).
   // Exec: store_line_part / load_line_part (one 16-byte access), group_wait (the group's vote).
   static constexpr bool kGroupParts = true;
+  // Stores the first `n` (<= ll128_part_payload(part)) payload bytes of lo:hi, zero-padded, as part
+  // `part` of step `step`'s line.
   template <typename Exec>
-  CCLAB_HD static void store_part(Exec& exec, Line* l, int part, const unsigned char* p, size_t n, uint64_t step) {
-    uint64_t lo, hi;
-    ll128_make_part(p, n, part, ll128_flag(step), &lo, &hi);
-    exec.store_line_part(&l->v[2 * part], lo, hi, part == kLL128FlagPart);
+  CCLAB_HD static void store_part_words(Exec& exec, Line* l, int part, uint64_t lo, uint64_t hi, size_t n,
+                                        uint64_t step) {
+    uint64_t w0, w1;
+    ll128_part_words(lo, hi, n, part, ll128_flag(step), &w0, &w1);
+    exec.store_line_part(&l->v[2 * part], w0, w1, part == kLL128FlagPart);
   }
   // Polls until the group's flag lane sees step's flag, then loads the part again: a lane's poll may
-  // have read its part before the line arrived. False if the executor gave up (aborted).
+  // have read its part before the line arrived. lo:hi are the part's two words (the flag part's hi is
+  // the flag, not payload). False if the executor gave up (aborted).
   template <typename Exec, typename Site>
-  CCLAB_HD static bool load_part(Exec& exec, const Line* l, int part, unsigned char* p, size_t n, uint64_t step,
-                                 const Site& site) {
+  CCLAB_HD static bool load_part_words(Exec& exec, const Line* l, int part, uint64_t step, const Site& site,
+                                       uint64_t* lo, uint64_t* hi) {
     const uint64_t* w = &l->v[2 * part];
     const bool flag_part = part == kLL128FlagPart;
     const uint64_t flag = ll128_flag(step);
-    uint64_t lo = 0, hi = 0;
+    uint64_t a = 0, b = 0;
     if (!exec.group_wait(
             [&]() {
-              exec.load_line_part(w, &lo, &hi, flag_part);
-              return flag_part && hi != flag;
+              exec.load_line_part(w, &a, &b, flag_part);
+              return flag_part && b != flag;
             },
             site))
       return false;
-    exec.load_line_part(w, &lo, &hi, flag_part);
-    ll128_part_bytes(lo, hi, p, n);
+    exec.load_line_part(w, lo, hi, flag_part);
     return true;
   }
 };

@@ -2,6 +2,9 @@
 // and pack/unpack round trips over odd byte counts.
 #include "kernels/proto_ll.h"
 
+#include "kernels/dtypes.h"
+#include "kernels/primitives_ll.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -173,6 +176,14 @@ TEST(ProtoLL, LL128PartsMakeThePackedLine) {
                                              : static_cast<size_t>(ll128_part_payload(p)));
       ll128_make_part(src.data() + first, k, p, flag, &parts.v[2 * p], &parts.v[2 * p + 1]);
       ll128_part_bytes(parts.v[2 * p], parts.v[2 * p + 1], back + first, k);
+      // By value (a GPU lane's registers): the part's two words with junk past its k bytes, masked.
+      unsigned char raw[kLL128PartBytes];
+      std::memset(raw, 0xa5, sizeof(raw));
+      std::memcpy(raw, src.data() + first, k);
+      uint64_t lo = load_le_bytes(raw, 8), hi = load_le_bytes(raw + 8, 8), wlo = 0, whi = 0;
+      ll128_part_words(lo, hi, k, p, flag, &wlo, &whi);
+      EXPECT_EQ(wlo, parts.v[2 * p]) << n << " payload bytes, part " << p;
+      EXPECT_EQ(whi, parts.v[2 * p + 1]) << n << " payload bytes, part " << p;
     }
     EXPECT_EQ(0, std::memcmp(&packed, &parts, sizeof(parts))) << n << " payload bytes";
     EXPECT_EQ(0, std::memcmp(back, src.data(), n)) << n << " payload bytes";
@@ -206,6 +217,41 @@ TEST(ProtoLL, StoreLoadLineThroughExec) {
   ASSERT_TRUE(ProtoLL128::load_line(ex, &m, got, 120, 3));
   EXPECT_EQ(0, std::memcmp(got, src.data(), 120));
   EXPECT_FALSE(ProtoLL128::needs_clean(0x7ffffff8));
+}
+
+// A line's payload words as elements and back, by value (the LL / LL128 loops on a block executor):
+// element j is bytes [j * sizeof(T), (j + 1) * sizeof(T)) of the little-endian words.
+template <typename T, size_t W>
+void expect_words_elems_round_trip(uint64_t seed) {
+  constexpr size_t N = 8 * W / sizeof(T);
+  uint64_t w[W];
+  unsigned char bytes[8 * W];
+  for (size_t i = 0; i < W; ++i) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    w[i] = seed;
+    for (size_t b = 0; b < 8; ++b) bytes[8 * i + b] = static_cast<unsigned char>(seed >> (8 * b));
+  }
+  T e[N];
+  words_to_elems(w, e);
+  for (size_t j = 0; j < N; ++j)
+    EXPECT_EQ(0, std::memcmp(&e[j], bytes + j * sizeof(T), sizeof(T))) << sizeof(T) << "-byte element " << j;
+  uint64_t back[W];
+  elems_to_words(e, back);
+  for (size_t i = 0; i < W; ++i) EXPECT_EQ(back[i], w[i]) << sizeof(T) << "-byte elements, word " << i;
+}
+
+TEST(ProtoLL, LineWordsAsElementsRoundTrip) {
+  expect_words_elems_round_trip<uint8_t, 1>(1);
+  expect_words_elems_round_trip<half_t, 1>(2);
+  expect_words_elems_round_trip<float, 1>(3);
+  expect_words_elems_round_trip<double, 1>(4);
+  expect_words_elems_round_trip<int8_t, 2>(5);
+  expect_words_elems_round_trip<bfloat16_t, 2>(6);
+  expect_words_elems_round_trip<int32_t, 2>(7);
+  expect_words_elems_round_trip<uint64_t, 2>(8);
+  EXPECT_EQ(le_low_bytes(0x0123456789abcdefull, 0), 0u);
+  EXPECT_EQ(le_low_bytes(0x0123456789abcdefull, 3), 0xabcdefull);
+  EXPECT_EQ(le_low_bytes(0x0123456789abcdefull, 8), 0x0123456789abcdefull);
 }
 
 }  // namespace
