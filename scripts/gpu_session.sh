@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# scripts/gpu_session.sh PHASE [OUT_DIR] - builds and tests the CUDA backend on a GPU machine that has
+# CUDA, CMake and Ninja but not cclab's other build dependencies and no network (the project's lent GPU
+# machines): they come from the kit scripts/gpu_kit.sh gathered into .gpukit/ (docs/gpu.md, "On a lent
+# GPU machine"). Each phase fits in one 10-minute command and writes its log to OUT_DIR (default $OUT,
+# else gpu-session/ in the checkout):
+#   env     what the machine has (GPUs, driver, nvcc, topology) and whether the kit is complete
+#   build   unpacks the kit, configures build-gpu/ (Release, sm_${CCLAB_CUDA_ARCHS:-90}, no visualiser)
+#           and builds it with every core
+#   test    ctest -L gpu minus the perf sweeps: the correctness matrix and the trace test
+#   perf    the gpu_perf_* sweeps (`cclab perf -c 1`, every collective, every value checked)
+#   all     the four in turn (for a machine with no 10-minute limit)
+# A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
+# private prefix (CCLAB_KIT_ROOT, default /tmp/cclab-kit), never into /, and a library the machine
+# already has (same soname) is taken from the machine.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+phase="${1:?usage: gpu_session.sh env|build|test|perf|all [OUT_DIR]}"
+out="${2:-${OUT:-$root/gpu-session}}"
+kit="${CCLAB_KIT_DIR:-$root/.gpukit}"
+stage="${CCLAB_KIT_ROOT:-/tmp/cclab-kit}"
+build="${CCLAB_GPU_BUILD_DIR:-$root/build-gpu}"
+archs="${CCLAB_CUDA_ARCHS:-90}"
+jobs="${CCLAB_JOBS:-$(nproc)}"
+multiarch=x86_64-linux-gnu
+mkdir -p "$out"
+
+say() { echo "== gpu_session $phase: $*"; }
+
+# Unpacks every kit package into $stage (idempotent), then drops the kit's copy of each shared library
+# the machine has under the same soname and points the kit's links at the machine's file instead.
+stage_kit() {
+  ls "$kit"/debs/*.deb >/dev/null 2>&1 || { say "no kit in $kit/debs (run scripts/gpu_kit.sh first)"; return 1; }
+  if [ ! -f "$stage/.staged" ]; then
+    mkdir -p "$stage"
+    for d in "$kit"/debs/*.deb; do
+      if command -v dpkg-deb >/dev/null; then
+        dpkg-deb -x "$d" "$stage" || return 1
+      else  # a .deb is an ar archive holding data.tar.*
+        (tmp=$(mktemp -d) && cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$stage" && rm -rf "$tmp") || return 1
+      fi
+    done
+    local lib="$stage/usr/lib/$multiarch" f soname sys
+    for f in "$lib"/lib*.so.*; do
+      [ -f "$f" ] && [ ! -L "$f" ] || continue
+      soname=$(objdump -p "$f" 2>/dev/null | awk '$1 == "SONAME" { print $2 }')
+      [ -n "$soname" ] || continue
+      sys=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && !n++ { print $NF }')
+      case "$sys" in "" | "$stage"*) continue ;; esac
+      rm -f "$f" "$lib/$soname"
+      ln -s "$sys" "$lib/$soname"
+    done
+    # Development links (libz.so -> libz.so.1.2.13) whose file went: point them at the soname link.
+    for f in "$lib"/lib*.so; do
+      [ -L "$f" ] && [ ! -e "$f" ] || continue
+      for s in "$f".[0-9]*; do
+        [ -e "$s" ] && { ln -sf "$(basename "$s")" "$f"; break; }
+      done
+    done
+    touch "$stage/.staged"
+  fi
+  export CMAKE_PREFIX_PATH="$stage/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  # pkg-config reads the kit's .pc files only, their paths under $stage.
+  export PKG_CONFIG_LIBDIR="$stage/usr/lib/$multiarch/pkgconfig:$stage/usr/share/pkgconfig"
+  export PKG_CONFIG_SYSROOT_DIR="$stage"
+  export LD_LIBRARY_PATH="$stage/usr/lib/$multiarch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$PATH:$stage/usr/bin:/usr/local/cuda/bin"
+}
+
+phase_env() {
+  nvidia-smi -L || say "nvidia-smi lists no GPU"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
+  nvidia-smi topo -m || true
+  command -v nvcc && nvcc --version | tail -2
+  for t in cmake ninja g++ objdump ldconfig ar; do printf '%-8s %s\n' "$t" "$(command -v "$t" || echo MISSING)"; done
+  echo "cores: $(nproc)"
+  stage_kit && say "kit staged in $stage ($(ls "$kit"/debs/*.deb | wc -l) packages); the machine lacked, so the kit gives:" &&
+    find "$stage/usr/lib/$multiarch" -maxdepth 1 -type f -name 'lib*.so.*' -printf '%f ' && echo
+}
+
+phase_build() {
+  stage_kit || return 1
+  local pc="$stage/usr/bin/pkgconf"
+  command -v pkg-config >/dev/null && pc=$(command -v pkg-config)
+  if [ ! -f "$build/build.ninja" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCCLAB_CUDA=ON -DCCLAB_CUDA_ARCHS="$archs" \
+      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DCCLAB_WERROR=ON -DPKG_CONFIG_EXECUTABLE="$pc" || return 1
+  fi
+  # CCLAB_GPU_TARGETS: build only these targets (default: everything)
+  local targets=()
+  for t in ${CCLAB_GPU_TARGETS:-}; do targets+=(--target "$t"); done
+  cmake --build "$build" -j "$jobs" "${targets[@]}"
+}
+
+run_ctest() {
+  stage_kit || return 1
+  [ -f "$build/CTestTestfile.cmake" ] || { say "no build in $build (run the build phase first)"; return 1; }
+  # Inside the 10-minute limit of one command: what has not finished by then is reported as timed out.
+  (cd "$build" && timeout --signal=TERM "${CCLAB_PHASE_SECONDS:-540}" \
+    ctest -L gpu --output-on-failure --timeout "${CCLAB_TEST_SECONDS:-500}" "$@")
+}
+
+phase_test() { run_ctest -E '^gpu_perf_'; }
+phase_perf() { run_ctest -R '^gpu_perf_'; }
+
+case "$phase" in
+  env | build | test | perf)
+    "phase_$phase" 2>&1 | tee "$out/$phase.log"
+    rc=${PIPESTATUS[0]}
+    ;;
+  all)
+    rc=0
+    for p in env build test perf; do
+      "phase_$p" 2>&1 | tee "$out/$p.log"
+      r=${PIPESTATUS[0]}
+      [ "$r" -eq 0 ] || rc=$r
+      [ "$p" != build ] || [ "$r" -eq 0 ] || break
+    done
+    ;;
+  *)
+    echo "gpu_session.sh: unknown phase '$phase' (env, build, test, perf or all)" >&2
+    exit 2
+    ;;
+esac
+say "exit $rc"
+exit "$rc"
