@@ -82,9 +82,11 @@ phase_build() {
   stage_kit || return 1
   local pc="$stage/usr/bin/pkgconf"
   command -v pkg-config >/dev/null && pc=$(command -v pkg-config)
+  # Warnings are not errors here: that machine's compiler may be newer than CI's and warn about more;
+  # CI (.ci/run) is where a warning fails the build.
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCCLAB_CUDA=ON -DCCLAB_CUDA_ARCHS="$archs" \
-      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DCCLAB_WERROR=ON -DPKG_CONFIG_EXECUTABLE="$pc" || return 1
+      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DPKG_CONFIG_EXECUTABLE="$pc" || return 1
   fi
   # CCLAB_GPU_TARGETS: build only these targets (default: everything)
   local targets=()
