@@ -566,8 +566,14 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
   return ncclSuccess;
 }
 
-// A user buffer the kernels will touch must be device memory or host memory mapped for the device.
-ncclResult_t check_buffer(ncclComm_t comm, const void* p, const char* fn, const char* what) {
+// A user buffer the kernels will touch, as the address they use: device memory (this rank's GPU, or
+// another GPU this one reaches - peer access is enabled for it, as a program sharing buffers between
+// GPUs would), managed memory, or host memory registered or allocated for CUDA, by its device address
+// (the same as the host pointer on most systems, not on all). Anything else is refused with a message
+// naming the buffer: unregistered host memory, memory of a GPU this one cannot reach, host memory not
+// mapped for the device. NCCL leaves the last two to fault in the kernel.
+ncclResult_t device_buffer(ncclComm_t comm, const void* p, const char* fn, const char* what, const void** dev) {
+  *dev = p;
   if (p == nullptr) return ncclSuccess;
   cudaPointerAttributes a;
   const cudaError_t e = cudaPointerGetAttributes(&a, p);
@@ -577,6 +583,47 @@ ncclResult_t check_buffer(ncclComm_t comm, const void* p, const char* fn, const 
                         "%s: %s %p is not GPU memory (allocate it with cudaMalloc or ncclMemAlloc, or register it "
                         "with cudaHostRegister) - rank %d runs on CUDA device %d",
                         fn, what, p, comm->rank, comm->dev);
+  }
+  if (a.type == cudaMemoryTypeHost) {
+    if (a.devicePointer == nullptr)
+      return report_error(ncclInvalidArgument,
+                          "%s: %s %p is host memory that is not mapped for CUDA device %d (rank %d): register it "
+                          "with cudaHostRegisterMapped or allocate it with cudaHostAllocMapped",
+                          fn, what, p, comm->dev, comm->rank);
+    *dev = a.devicePointer;
+  } else if (a.type == cudaMemoryTypeDevice && a.device != comm->dev) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, comm->dev, a.device) != cudaSuccess) can = 0;
+    if (!can)
+      return report_error(ncclInvalidArgument,
+                          "%s: %s %p is memory of CUDA device %d, which rank %d's device %d cannot reach (no peer "
+                          "access between them); use a buffer on device %d",
+                          fn, what, p, a.device, comm->rank, comm->dev, comm->dev);
+    CUDA_TRY(cudaSetDevice(comm->dev), comm);
+    const cudaError_t pe = cudaDeviceEnablePeerAccess(a.device, 0);
+    if (pe == cudaErrorPeerAccessAlreadyEnabled)
+      (void)cudaGetLastError();
+    else if (pe != cudaSuccess)
+      return cuda_fail(pe, "cudaDeviceEnablePeerAccess for a user buffer", comm);
+  }
+  return ncclSuccess;
+}
+
+// Every operation's buffers as the kernels' addresses (device_buffer), before anything is launched.
+ncclResult_t device_buffers(std::vector<OpDesc>& ops) {
+  for (OpDesc& o : ops) {
+    const bool send = o.kind != OpDesc::Kind::kRecv, recv = o.kind != OpDesc::Kind::kSend;
+    const void* d = nullptr;
+    if (send) {
+      ncclResult_t r = device_buffer(o.comm, o.send, o.fn, "sendbuff", &d);
+      if (r != ncclSuccess) return r;
+      o.send = d;
+    }
+    if (recv) {
+      ncclResult_t r = device_buffer(o.comm, o.recv, o.fn, "recvbuff", &d);
+      if (r != ncclSuccess) return r;
+      o.recv = const_cast<void*>(d);
+    }
   }
   return ncclSuccess;
 }
@@ -589,10 +636,7 @@ struct PreparedColl {
 };
 
 ncclResult_t prepare_launch(ncclComm_t comm, const OpDesc& op, PreparedColl* p) {
-  ncclResult_t r = check_buffer(comm, op.send, op.fn, "sendbuff");
-  if (r == ncclSuccess) r = check_buffer(comm, op.recv, op.fn, "recvbuff");
-  if (r != ncclSuccess) return r;
-  r = prepare_collective(comm, op, &p->w, &p->algo, &p->total);
+  ncclResult_t r = prepare_collective(comm, op, &p->w, &p->algo, &p->total);
   if (r != ncclSuccess) return r;
   if (p->w.nchannels > cuda::kMaxLaunchBlocks)
     return report_error(ncclInvalidUsage, "%s: %d channels; the CUDA backend launches at most %d", op.fn,
@@ -672,9 +716,6 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
   std::map<std::pair<int, int>, std::vector<const OpDesc*>> by_peer;  // (peer, send?) -> ops in order
   std::vector<const OpDesc*> self_send, self_recv;
   for (const OpDesc* o : ops) {
-    ncclResult_t r = check_buffer(comm, o->kind == OpDesc::Kind::kSend ? o->send : o->recv, o->fn,
-                                  o->kind == OpDesc::Kind::kSend ? "sendbuff" : "recvbuff");
-    if (r != ncclSuccess) return r;
     if (o->peer == me)
       (o->kind == OpDesc::Kind::kSend ? self_send : self_recv).push_back(o);
     else
@@ -796,6 +837,8 @@ ncclResult_t cuda_launch(std::vector<OpDesc>& ops) {
                           o.fn, it->second, o.comm->rank, o.comm->dev);
     seen[key] = o.comm->rank;
   }
+  const ncclResult_t rb = device_buffers(ops);
+  if (rb != ncclSuccess) return rb;
   std::vector<ncclComm_t> order, comms;
   std::map<ncclComm_t, std::vector<const OpDesc*>> p2p;
   for (const OpDesc& o : ops) {

@@ -669,6 +669,72 @@ TEST(GpuCollectives, HostBufferIsRejected) {
   free_ranks(ranks);
 }
 
+// Host memory registered with CUDA (cudaHostRegister) or allocated by it (cudaHostAlloc) is a valid
+// buffer: the kernels reach it through its device address, which need not be the host pointer.
+TEST(GpuCollectives, RegisteredHostBuffersWork) {
+  const int n = 2;
+  std::vector<Rank> ranks = make_ranks(n);
+  const size_t count = 100003;
+  std::vector<std::string> err(n);
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    std::vector<float> in(count);
+    for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i + r) % 7);
+    float* out_host = nullptr;
+    float* out_dev = nullptr;
+    cudaError_t e = cudaHostRegister(in.data(), count * 4, cudaHostRegisterMapped);
+    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&out_host), count * 4, cudaHostAllocMapped);
+    if (e == cudaSuccess) e = cudaMalloc(&out_dev, count * 4);
+    if (e != cudaSuccess) {
+      err[r] = cudaGetErrorString(e);
+      return;
+    }
+    const auto want = [](size_t i) { return static_cast<float>(i % 7 + (i + 1) % 7); };
+    // registered host -> device, then device -> host allocated
+    if (ncclAllReduce(in.data(), out_dev, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess ||
+        ncclAllReduce(out_dev, out_host, count, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream) != ncclSuccess)
+      err[r] = ncclGetLastError(ranks[r].comm);
+    e = cudaStreamSynchronize(ranks[r].stream);
+    if (err[r].empty() && e != cudaSuccess) err[r] = cudaGetErrorString(e);
+    if (err[r].empty()) err[r] = check_floats(out_dev, count, want);
+    for (size_t i = 0; err[r].empty() && i < count; ++i)
+      if (out_host[i] != want(i)) err[r] = "host output element " + std::to_string(i) + " is " + std::to_string(out_host[i]);
+    cudaHostUnregister(in.data());
+    cudaFreeHost(out_host);
+    cudaFree(out_dev);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  free_ranks(ranks);
+}
+
+// A buffer on another GPU: used through peer access where the GPUs have it, otherwise refused with a
+// message naming the buffer and both devices (never a fault in the kernel).
+TEST(GpuCollectives, BufferOnAnotherGpu) {
+  if (g_ndev < 2) GTEST_SKIP() << "needs 2 GPUs";
+  std::vector<Rank> ranks = make_ranks(1);
+  const int other = ranks[0].dev == 0 ? 1 : 0;
+  const size_t count = 4099;
+  CUDA_OK(cudaSetDevice(other));
+  float* x = device_floats(count, [](size_t i) { return static_cast<float>(i % 11); });
+  CUDA_OK(cudaSetDevice(ranks[0].dev));
+  int can = 0;
+  CUDA_OK(cudaDeviceCanAccessPeer(&can, ranks[0].dev, other));
+  const ncclResult_t r = ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream);
+  if (can) {
+    EXPECT_EQ(r, ncclSuccess) << ncclGetLastError(ranks[0].comm);
+    CUDA_OK(cudaStreamSynchronize(ranks[0].stream));
+    CUDA_OK(cudaSetDevice(other));
+    EXPECT_EQ(check_floats(x, count, [](size_t i) { return static_cast<float>(i % 11); }), "");
+  } else {
+    EXPECT_EQ(r, ncclInvalidArgument);
+    EXPECT_NE(std::string(ncclGetLastError(ranks[0].comm)).find("cannot reach"), std::string::npos)
+        << ncclGetLastError(ranks[0].comm);
+  }
+  cudaSetDevice(other);
+  cudaFree(x);
+  free_ranks(ranks);
+}
+
 // Rank 1 never joins: rank 0's kernel waits for it; ncclCommAbort stops the kernel within seconds.
 TEST(GpuCollectives, AbortStopsAStuckKernel) {
   std::vector<Rank> ranks = make_ranks(2);
