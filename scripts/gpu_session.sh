@@ -7,7 +7,8 @@
 #   env     what the machine has (GPUs, driver, nvcc, topology) and whether the kit is complete
 #   build   unpacks the kit, configures build-gpu/ (Release, sm_${CCLAB_CUDA_ARCHS:-90}, no visualiser)
 #           and builds it with every core
-#   test    ctest -L gpu minus the perf sweeps: the correctness matrix and the trace test
+#   test    what detection finds, one small all_reduce with NCCL_DEBUG=INFO, then ctest -L gpu minus the
+#           perf sweeps: the correctness matrix and the trace test
 #   perf    the gpu_perf_* sweeps (`cclab perf -c 1`, every collective, every value checked)
 #   all     the four in turn (for a machine with no 10-minute limit)
 # A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
@@ -102,7 +103,19 @@ run_ctest() {
     ctest -L gpu --output-on-failure --timeout "${CCLAB_TEST_SECONDS:-500}" "$@")
 }
 
-phase_test() { run_ctest -E '^gpu_perf_'; }
+# First what detection finds (topo-detect.txt, and the model as NCCL's XML: topo-dump.xml) and one
+# small all_reduce with NCCL_DEBUG=INFO (first-run.txt): if the backend does not work at all, these say
+# why in seconds. Then the tests.
+phase_test() {
+  local cclab="$build/runtime/cli/cclab"
+  if [ -x "$cclab" ]; then
+    "$cclab" topo --detect >"$out/topo-detect.txt" 2>&1 || say "cclab topo --detect failed (topo-detect.txt)"
+    CCLAB_BACKEND=cuda NCCL_DEBUG=INFO NCCL_TOPO_DUMP_FILE="$out/topo-dump.xml" timeout 120 \
+      "$cclab" perf all_reduce -g 2 -b 1M -e 1M -n 2 -w 1 -c 1 >"$out/first-run.txt" 2>&1 ||
+      say "the first all_reduce failed (first-run.txt)"
+  fi
+  run_ctest -E '^gpu_perf_'
+}
 phase_perf() { run_ctest -R '^gpu_perf_'; }
 
 case "$phase" in
