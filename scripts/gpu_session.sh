@@ -10,13 +10,14 @@
 #   test    what detection finds, one small all_reduce with NCCL_DEBUG=INFO, then ctest -L gpu minus the
 #           perf sweeps: the correctness matrix and the trace test
 #   perf    the gpu_perf_* sweeps (`cclab perf -c 1`, every collective, every value checked)
-#   all     the four in turn (for a machine with no 10-minute limit)
+#   bench   bench/gpu_vs_memcpy.sh (one GPU), and bench/gpu_vs_nccl.sh where there are several GPUs
+#   all     the five in turn (for a machine with no 10-minute limit)
 # A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
 # private prefix (CCLAB_KIT_ROOT, default /tmp/cclab-kit), never into /, and a library the machine
 # already has (same soname) is taken from the machine.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-phase="${1:?usage: gpu_session.sh env|build|test|perf|all [OUT_DIR]}"
+phase="${1:?usage: gpu_session.sh env|build|test|perf|bench|all [OUT_DIR]}"
 out="${2:-${OUT:-$root/gpu-session}}"
 kit="${CCLAB_KIT_DIR:-$root/.gpukit}"
 stage="${CCLAB_KIT_ROOT:-/tmp/cclab-kit}"
@@ -117,15 +118,28 @@ phase_test() {
   run_ctest -E '^gpu_perf_'
 }
 phase_perf() { run_ctest -R '^gpu_perf_'; }
+# cclab's data path against cudaMemcpy on one GPU (bench/gpu_vs_memcpy.sh), then against NCCL where the
+# machine has several GPUs and nccl-tests built against NCCL (NCCL_TESTS_BUILD: bench/gpu_vs_nccl.sh).
+phase_bench() {
+  stage_kit || return 1
+  timeout 540 "$root/bench/gpu_vs_memcpy.sh" "$build" || return 1
+  local ngpu
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ "${ngpu:-0}" -ge 2 ] && [ -n "${NCCL_TESTS_BUILD:-}" ]; then
+    "$root/bench/gpu_vs_nccl.sh" "$build" "$NCCL_TESTS_BUILD"
+  else
+    say "gpu_vs_nccl.sh skipped: it needs 2+ GPUs (here ${ngpu:-0}) and NCCL_TESTS_BUILD"
+  fi
+}
 
 case "$phase" in
-  env | build | test | perf)
+  env | build | test | perf | bench)
     "phase_$phase" 2>&1 | tee "$out/$phase.log"
     rc=${PIPESTATUS[0]}
     ;;
   all)
     rc=0
-    for p in env build test perf; do
+    for p in env build test perf bench; do
       "phase_$p" 2>&1 | tee "$out/$p.log"
       r=${PIPESTATUS[0]}
       [ "$r" -eq 0 ] || rc=$r
@@ -133,7 +147,7 @@ case "$phase" in
     done
     ;;
   *)
-    echo "gpu_session.sh: unknown phase '$phase' (env, build, test, perf or all)" >&2
+    echo "gpu_session.sh: unknown phase '$phase' (env, build, test, perf, bench or all)" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,100 @@
+// bench/gpu_memcpy_bw.cc - the peer of cclab's CUDA data path on one GPU: cudaMemcpyAsync device to
+// device, NRANKS copies at once (one stream each, as NRANKS ranks sharing the GPU), timed with CUDA
+// events. Prints, per size, the bytes each "rank" copies and the GB/s each achieves (size / time, the
+// algbw column of nccl-tests). bench/gpu_vs_memcpy.sh sets it beside `cclab perf sendrecv` with the same
+// ranks on the same GPU.
+//
+//   cclab_gpu_memcpy_bw [MIN_BYTES [MAX_BYTES [NRANKS [ITERS]]]]   (defaults 1 MiB, 1 GiB, 2, 20)
+//
+// Exit 77 without a CUDA device, 2 on bad arguments. Built with the host compiler against the CUDA
+// runtime (no device code).
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+bool parse_size(const char* s, size_t* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s, &end);
+  if (end == s || v <= 0) return false;
+  double m = 1;
+  const std::string suffix(end);
+  if (suffix == "K") m = 1024.0;
+  else if (suffix == "M") m = 1024.0 * 1024;
+  else if (suffix == "G") m = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) return false;
+  *out = static_cast<size_t>(v * m);
+  return *out > 0;
+}
+
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    const cudaError_t e_ = (x);                                                           \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "gpu_memcpy_bw: %s: %s\n", #x, cudaGetErrorString(e_));       \
+      return 1;                                                                           \
+    }                                                                                     \
+  } while (0)
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t lo = size_t(1) << 20, hi = size_t(1) << 30;
+  int nranks = 2, iters = 20;
+  if ((argc > 1 && !parse_size(argv[1], &lo)) || (argc > 2 && !parse_size(argv[2], &hi)) ||
+      (argc > 3 && (nranks = std::atoi(argv[3])) < 1) || (argc > 4 && (iters = std::atoi(argv[4])) < 1) ||
+      argc > 5 || lo > hi) {
+    std::fprintf(stderr, "usage: %s [MIN_BYTES [MAX_BYTES [NRANKS [ITERS]]]] (sizes as 8, 64K, 1M, 1G; MIN <= MAX)\n",
+                 argv[0]);
+    return 2;
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    std::printf("SKIPPED: no CUDA device\n");
+    return 77;
+  }
+  std::vector<void*> src(nranks), dst(nranks);
+  std::vector<cudaStream_t> streams(nranks);
+  std::vector<cudaEvent_t> start(nranks), stop(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    CHECK(cudaMalloc(&src[r], hi));
+    CHECK(cudaMalloc(&dst[r], hi));
+    CHECK(cudaMemset(src[r], r + 1, hi));
+    CHECK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
+    CHECK(cudaEventCreate(&start[r]));
+    CHECK(cudaEventCreate(&stop[r]));
+  }
+  std::printf("# cudaMemcpyAsync device to device, %d copies at once on one GPU, %d iterations\n", nranks, iters);
+  std::printf("# %12s %10s %10s\n", "size", "time(us)", "algbw");
+  for (size_t n = lo; n <= hi; n *= 2) {
+    for (int r = 0; r < nranks; ++r) CHECK(cudaMemcpyAsync(dst[r], src[r], n, cudaMemcpyDeviceToDevice, streams[r]));
+    CHECK(cudaDeviceSynchronize());  // warm-up
+    for (int r = 0; r < nranks; ++r) {
+      CHECK(cudaEventRecord(start[r], streams[r]));
+      for (int i = 0; i < iters; ++i) CHECK(cudaMemcpyAsync(dst[r], src[r], n, cudaMemcpyDeviceToDevice, streams[r]));
+      CHECK(cudaEventRecord(stop[r], streams[r]));
+    }
+    CHECK(cudaDeviceSynchronize());
+    float worst_ms = 0;  // the slowest copy stream, as nccl-tests times the slowest rank
+    for (int r = 0; r < nranks; ++r) {
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, start[r], stop[r]));
+      if (ms > worst_ms) worst_ms = ms;
+    }
+    const double us = 1e3 * worst_ms / iters;
+    std::printf("  %12zu %10.2f %10.2f\n", n, us, static_cast<double>(n) / (us * 1e3));
+    if (n > hi / 2) break;
+  }
+  for (int r = 0; r < nranks; ++r) {
+    cudaFree(src[r]);
+    cudaFree(dst[r]);
+    cudaStreamDestroy(streams[r]);
+    cudaEventDestroy(start[r]);
+    cudaEventDestroy(stop[r]);
+  }
+  return 0;
+}
