@@ -118,8 +118,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
   static constexpr size_t kEltPerLine = Proto::kLinePayload / sizeof(T);
   // Lines per data loop of the byte path (the host executor's single lane, and host blocks with no
   // whole LL128 line group): 32 LL lines (256 B of payload) or 8 LL128 lines (960 B). On a GPU that
-  // path is never taken (line_values / group_lines keep each line in registers), so it is not
-  // compiled there beyond this constant.
+  // path is never taken (line_values / group_lines keep each line in registers): its loop bound folds
+  // to 0 there, so nvcc emits no code for it.
   static constexpr size_t kGroupLines = CCLAB_DEVICE_PASS ? 1 : (Proto::kLinePayload >= 64 ? 8 : 32);
   static constexpr bool kGroupParts = Proto::kGroupParts && HasLineGroups<Exec>::value;
 
@@ -148,8 +148,8 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
                                               bool do_pre, bool do_post, uint64_t (&w)[W]) const {
     const int nr = s.nr;
     T x[N] = {};
-    if (SRC) load_elems(input_ + s.in_off + e0, k, x);
-    const T* prev = DST ? output_ + s.out_off + e0 : nullptr;
+    if (SRC && k > 0) load_elems(input_ + s.in_off + e0, k, x);  // (an empty part may lie past the buffer)
+    const T* prev = DST && k > 0 ? output_ + s.out_off + e0 : nullptr;
     T v[N];
     CCLAB_UNROLL
     for (size_t j = 0; j < N; ++j) {
@@ -170,7 +170,7 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       }
       v[j] = acc;
     }
-    if (DST) store_elems(v, k, output_ + s.out_off + e0);
+    if (DST && k > 0) store_elems(v, k, output_ + s.out_off + e0);
     elems_to_words(v, w);
   }
   // A unit's input elements (zero past k) and its output's.
@@ -214,6 +214,7 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         WaitSite rw{rank_, channel_, recvs_[i]->peer, s.recv_step[i] + 1, true, s.prim};
         uint64_t w[2];
         if (!Proto::load_part_words(exec_, s.rl[i] + l, part, s.recv_step[i], rw, &w[0], &w[1])) return false;
+        if (part == kLL128FlagPart) w[1] = 0;  // the flag word, not payload: no element is made of it
         words_to_elems(w, r[i]);
       }
       uint64_t w[2];
