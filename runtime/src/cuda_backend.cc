@@ -568,13 +568,16 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
 
 // A user buffer the kernels will touch, as the address they use: device memory (this rank's GPU, or
 // another GPU this one reaches - peer access is enabled for it, as a program sharing buffers between
-// GPUs would), managed memory, or host memory registered or allocated for CUDA, by its device address
-// (the same as the host pointer on most systems, not on all). Anything else is refused with a message
-// naming the buffer: unregistered host memory, memory of a GPU this one cannot reach, host memory not
-// mapped for the device. NCCL leaves the last two to fault in the kernel.
+// GPUs would; that covers cudaMalloc memory, while a cudaMallocAsync pool or cuMem allocation of the
+// other GPU needs the program's own cudaMemPoolSetAccess / cuMemSetAccess), managed memory, or host
+// memory registered or allocated for CUDA, by its device address on this rank's GPU (the same as the
+// host pointer on most systems, not on all). Anything else is refused with a message naming the
+// buffer: unregistered host memory, memory of a GPU this one cannot reach, host memory not mapped for
+// the device. NCCL leaves the last two to fault in the kernel. Leaves comm->dev current.
 ncclResult_t device_buffer(ncclComm_t comm, const void* p, const char* fn, const char* what, const void** dev) {
   *dev = p;
   if (p == nullptr) return ncclSuccess;
+  CUDA_TRY(cudaSetDevice(comm->dev), comm);  // devicePointer is the address on the current device
   cudaPointerAttributes a;
   const cudaError_t e = cudaPointerGetAttributes(&a, p);
   if (e != cudaSuccess || a.type == cudaMemoryTypeUnregistered) {
@@ -593,17 +596,18 @@ ncclResult_t device_buffer(ncclComm_t comm, const void* p, const char* fn, const
     *dev = a.devicePointer;
   } else if (a.type == cudaMemoryTypeDevice && a.device != comm->dev) {
     int can = 0;
-    if (cudaDeviceCanAccessPeer(&can, comm->dev, a.device) != cudaSuccess) can = 0;
+    if (cudaDeviceCanAccessPeer(&can, comm->dev, a.device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      can = 0;
+    }
     if (!can)
       return report_error(ncclInvalidArgument,
                           "%s: %s %p is memory of CUDA device %d, which rank %d's device %d cannot reach (no peer "
                           "access between them); use a buffer on device %d",
                           fn, what, p, a.device, comm->rank, comm->dev, comm->dev);
-    CUDA_TRY(cudaSetDevice(comm->dev), comm);
     const cudaError_t pe = cudaDeviceEnablePeerAccess(a.device, 0);
-    if (pe == cudaErrorPeerAccessAlreadyEnabled)
-      (void)cudaGetLastError();
-    else if (pe != cudaSuccess)
+    (void)cudaGetLastError();
+    if (pe != cudaSuccess && pe != cudaErrorPeerAccessAlreadyEnabled)
       return cuda_fail(pe, "cudaDeviceEnablePeerAccess for a user buffer", comm);
   }
   return ncclSuccess;

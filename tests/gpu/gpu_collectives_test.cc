@@ -670,68 +670,92 @@ TEST(GpuCollectives, HostBufferIsRejected) {
 }
 
 // Host memory registered with CUDA (cudaHostRegister) or allocated by it (cudaHostAlloc) is a valid
-// buffer: the kernels reach it through its device address, which need not be the host pointer.
+// buffer: the kernels reach it through its device address, which need not be the host pointer (on
+// most Linux systems it is, so there this checks that such buffers work, not the translation).
 TEST(GpuCollectives, RegisteredHostBuffersWork) {
   const int n = 2;
   std::vector<Rank> ranks = make_ranks(n);
-  const size_t count = 100003;
+  const size_t count = 100003, bytes = (count * 4 + 4095) / 4096 * 4096;  // whole pages: no page shared
+  std::vector<float*> in(n, nullptr), out_host(n, nullptr), out_dev(n, nullptr);
   std::vector<std::string> err(n);
+  // Every rank's buffers first, so that a rank whose setup fails never leaves the other waiting.
   each_rank(n, [&](int r) {
     cudaSetDevice(ranks[r].dev);
-    std::vector<float> in(count);
-    for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i + r) % 7);
-    float* out_host = nullptr;
-    float* out_dev = nullptr;
-    cudaError_t e = cudaHostRegister(in.data(), count * 4, cudaHostRegisterMapped);
-    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&out_host), count * 4, cudaHostAllocMapped);
-    if (e == cudaSuccess) e = cudaMalloc(&out_dev, count * 4);
-    if (e != cudaSuccess) {
-      err[r] = cudaGetErrorString(e);
+    in[r] = static_cast<float*>(std::aligned_alloc(4096, bytes));
+    if (in[r] == nullptr) {
+      err[r] = "aligned_alloc failed";
       return;
     }
-    const auto want = [](size_t i) { return static_cast<float>(i % 7 + (i + 1) % 7); };
-    // registered host -> device, then device -> host allocated
-    if (ncclAllReduce(in.data(), out_dev, count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess ||
-        ncclAllReduce(out_dev, out_host, count, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream) != ncclSuccess)
-      err[r] = ncclGetLastError(ranks[r].comm);
-    e = cudaStreamSynchronize(ranks[r].stream);
-    if (err[r].empty() && e != cudaSuccess) err[r] = cudaGetErrorString(e);
-    if (err[r].empty()) err[r] = check_floats(out_dev, count, want);
-    for (size_t i = 0; err[r].empty() && i < count; ++i)
-      if (out_host[i] != want(i)) err[r] = "host output element " + std::to_string(i) + " is " + std::to_string(out_host[i]);
-    cudaHostUnregister(in.data());
-    cudaFreeHost(out_host);
-    cudaFree(out_dev);
+    for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>((i + r) % 7);
+    cudaError_t e = cudaHostRegister(in[r], bytes, cudaHostRegisterMapped);
+    if (e == cudaSuccess) e = cudaHostAlloc(reinterpret_cast<void**>(&out_host[r]), bytes, cudaHostAllocMapped);
+    if (e == cudaSuccess) e = cudaMalloc(&out_dev[r], bytes);
+    if (e != cudaSuccess) err[r] = std::string("setup: ") + cudaGetErrorString(e);
+  });
+  const bool ready = err[0].empty() && err[1].empty();
+  const auto want = [](size_t i) { return static_cast<float>(i % 7 + (i + 1) % 7); };
+  if (ready)
+    each_rank(n, [&](int r) {
+      cudaSetDevice(ranks[r].dev);
+      // registered host -> device, then device -> host allocated
+      if (ncclAllReduce(in[r], out_dev[r], count, ncclFloat32, ncclSum, ranks[r].comm, ranks[r].stream) != ncclSuccess ||
+          ncclAllReduce(out_dev[r], out_host[r], count, ncclFloat32, ncclMax, ranks[r].comm, ranks[r].stream) !=
+              ncclSuccess)
+        err[r] = ncclGetLastError(ranks[r].comm);
+      const cudaError_t e = cudaStreamSynchronize(ranks[r].stream);
+      if (err[r].empty() && e != cudaSuccess) err[r] = cudaGetErrorString(e);
+      if (err[r].empty()) err[r] = check_floats(out_dev[r], count, want);
+      for (size_t i = 0; err[r].empty() && i < count; ++i)
+        if (out_host[r][i] != want(i))
+          err[r] = "host output element " + std::to_string(i) + " is " + std::to_string(out_host[r][i]);
+    });
+  each_rank(n, [&](int r) {
+    cudaSetDevice(ranks[r].dev);
+    if (in[r] != nullptr) {
+      cudaHostUnregister(in[r]);
+      std::free(in[r]);
+    }
+    if (out_host[r] != nullptr) cudaFreeHost(out_host[r]);
+    if (out_dev[r] != nullptr) cudaFree(out_dev[r]);
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
   free_ranks(ranks);
 }
 
 // A buffer on another GPU: used through peer access where the GPUs have it, otherwise refused with a
-// message naming the buffer and both devices (never a fault in the kernel).
+// message naming the buffer and both devices (never a fault in the kernel). Out of place, into a buffer
+// on the other GPU, with a PreMulSum by 2, so the kernel must really write there.
 TEST(GpuCollectives, BufferOnAnotherGpu) {
   if (g_ndev < 2) GTEST_SKIP() << "needs 2 GPUs";
   std::vector<Rank> ranks = make_ranks(1);
   const int other = ranks[0].dev == 0 ? 1 : 0;
   const size_t count = 4099;
-  CUDA_OK(cudaSetDevice(other));
+  CUDA_OK(cudaSetDevice(ranks[0].dev));
   float* x = device_floats(count, [](size_t i) { return static_cast<float>(i % 11); });
+  CUDA_OK(cudaSetDevice(other));
+  float* y = device_floats(count, [](size_t) { return -1.0f; });
   CUDA_OK(cudaSetDevice(ranks[0].dev));
   int can = 0;
   CUDA_OK(cudaDeviceCanAccessPeer(&can, ranks[0].dev, other));
-  const ncclResult_t r = ncclAllReduce(x, x, count, ncclFloat32, ncclSum, ranks[0].comm, ranks[0].stream);
+  float two = 2.0f;
+  ncclRedOp_t op;
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &two, ncclFloat32, ncclScalarHostImmediate, ranks[0].comm), ncclSuccess);
+  const ncclResult_t r = ncclAllReduce(x, y, count, ncclFloat32, op, ranks[0].comm, ranks[0].stream);
   if (can) {
     EXPECT_EQ(r, ncclSuccess) << ncclGetLastError(ranks[0].comm);
     CUDA_OK(cudaStreamSynchronize(ranks[0].stream));
     CUDA_OK(cudaSetDevice(other));
-    EXPECT_EQ(check_floats(x, count, [](size_t i) { return static_cast<float>(i % 11); }), "");
+    EXPECT_EQ(check_floats(y, count, [](size_t i) { return 2.0f * static_cast<float>(i % 11); }), "");
   } else {
     EXPECT_EQ(r, ncclInvalidArgument);
     EXPECT_NE(std::string(ncclGetLastError(ranks[0].comm)).find("cannot reach"), std::string::npos)
         << ncclGetLastError(ranks[0].comm);
   }
-  cudaSetDevice(other);
+  CUDA_OK(cudaSetDevice(ranks[0].dev));
+  EXPECT_EQ(ncclRedOpDestroy(op, ranks[0].comm), ncclSuccess);
   cudaFree(x);
+  cudaSetDevice(other);
+  cudaFree(y);
   free_ranks(ranks);
 }
 
