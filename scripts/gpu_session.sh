@@ -20,6 +20,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 phase="${1:?usage: gpu_session.sh env|build|test|perf|bench|all [OUT_DIR]}"
 out="${2:-${OUT:-$root/gpu-session}}"
 kit="${CCLAB_KIT_DIR:-$root/.gpukit}"
+[ -d "$kit" ] && kit=$(cd "$kit" && pwd)
 stage="${CCLAB_KIT_ROOT:-/tmp/cclab-kit}"
 build="${CCLAB_GPU_BUILD_DIR:-$root/build-gpu}"
 archs="${CCLAB_CUDA_ARCHS:-90}"
@@ -29,29 +30,56 @@ mkdir -p "$out"
 
 say() { echo "== gpu_session $phase: $*"; }
 
-# Unpacks every kit package into $stage (idempotent), then drops the kit's copy of each shared library
-# the machine has under the same soname and points the kit's links at the machine's file instead.
+# Unpacks every kit package into $stage (again only when the kit changed), then drops the kit's copy of
+# each shared library the machine has under the same soname and points the kit's links at the
+# machine's file instead.
 stage_kit() {
   ls "$kit"/debs/*.deb >/dev/null 2>&1 || { say "no kit in $kit/debs (run scripts/gpu_kit.sh first)"; return 1; }
-  if [ ! -f "$stage/.staged" ]; then
-    mkdir -p "$stage"
+  local lib="$stage/usr/lib/$multiarch" f t s soname sys stamp ldconfig_bin=""
+  stamp=$(ls -l "$kit"/debs/*.deb | awk '{ print $5, $NF }' | md5sum | cut -d' ' -f1)
+  if [ "$(cat "$stage/.staged" 2>/dev/null)" != "$stamp" ]; then
+    # Only a prefix this script made (or an empty one) is ever removed.
+    if [ -e "$stage" ] && [ ! -f "$stage/.staged" ] && [ -n "$(ls -A "$stage" 2>/dev/null)" ]; then
+      say "CCLAB_KIT_ROOT=$stage is not empty and not a kit prefix; give an empty or new directory"
+      return 1
+    fi
+    rm -rf "$stage"
+    mkdir -p "$lib"
     for d in "$kit"/debs/*.deb; do
       if command -v dpkg-deb >/dev/null; then
         dpkg-deb -x "$d" "$stage" || return 1
       else  # a .deb is an ar archive holding data.tar.*
-        (tmp=$(mktemp -d) && cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$stage" && rm -rf "$tmp") || return 1
+        (tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT && cd "$tmp" && ar x "$d" && tar -xf data.tar.* -C "$stage") ||
+          return 1
       fi
     done
-    local lib="$stage/usr/lib/$multiarch" f soname sys
-    for f in "$lib"/lib*.so.*; do
-      [ -f "$f" ] && [ ! -L "$f" ] || continue
-      soname=$(objdump -p "$f" 2>/dev/null | awk '$1 == "SONAME" { print $2 }')
-      [ -n "$soname" ] || continue
-      sys=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && !n++ { print $NF }')
-      case "$sys" in "" | "$stage"*) continue ;; esac
-      rm -f "$f" "$lib/$soname"
-      ln -s "$sys" "$lib/$soname"
+    # Libraries some packages ship in /lib (zlib1g) join the others in usr/lib; links to absolute paths
+    # (zlib1g-dev's libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13) would lead into the machine, so
+    # they lead to the kit's file of that name instead.
+    if [ -d "$stage/lib/$multiarch" ]; then
+      cp -a "$stage/lib/$multiarch/." "$lib/" && rm -rf "$stage/lib/$multiarch" || return 1
+    fi
+    for f in "$lib"/*; do
+      [ -L "$f" ] || continue
+      t=$(readlink "$f")
+      case "$t" in /*) ln -sfn "$(basename "$t")" "$f" ;; esac
     done
+    for t in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+      if command -v "$t" >/dev/null; then ldconfig_bin=$(command -v "$t"); break; fi
+    done
+    if [ -z "$ldconfig_bin" ] || ! command -v objdump >/dev/null; then
+      say "WARNING: no ldconfig or objdump here: the kit's libraries are all kept, even where the machine has its own"
+    else
+      for f in "$lib"/lib*.so.*; do
+        [ -f "$f" ] && [ ! -L "$f" ] || continue
+        soname=$(objdump -p "$f" 2>/dev/null | awk '$1 == "SONAME" { print $2 }')
+        [ -n "$soname" ] || continue
+        sys=$("$ldconfig_bin" -p | awk -v s="$soname" '$1 == s && /x86-64/ && !n++ { print $NF }')
+        case "$sys" in "" | "$stage"*) continue ;; esac
+        rm -f "$f" "$lib/$soname"
+        ln -s "$sys" "$lib/$soname"
+      done
+    fi
     # Development links (libz.so -> libz.so.1.2.13) whose file went: point them at the soname link.
     for f in "$lib"/lib*.so; do
       [ -L "$f" ] && [ ! -e "$f" ] || continue
@@ -59,7 +87,7 @@ stage_kit() {
         [ -e "$s" ] && { ln -sf "$(basename "$s")" "$f"; break; }
       done
     done
-    touch "$stage/.staged"
+    echo "$stamp" >"$stage/.staged"
   fi
   export CMAKE_PREFIX_PATH="$stage/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   # pkg-config reads the kit's .pc files only, their paths under $stage.
@@ -108,6 +136,7 @@ run_ctest() {
 # small all_reduce with NCCL_DEBUG=INFO (first-run.txt): if the backend does not work at all, these say
 # why in seconds. Then the tests.
 phase_test() {
+  stage_kit || return 1  # the kit's libraries (SimGrid's, for one) are what cclab loads
   local cclab="$build/runtime/cli/cclab"
   if [ -x "$cclab" ]; then
     "$cclab" topo --detect >"$out/topo-detect.txt" 2>&1 || say "cclab topo --detect failed (topo-detect.txt)"
