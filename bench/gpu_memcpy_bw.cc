@@ -10,9 +10,11 @@
 // runtime (no device code).
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -29,6 +31,11 @@ bool parse_size(const char* s, size_t* out) {
   else if (!suffix.empty()) return false;
   *out = static_cast<size_t>(v * m);
   return *out > 0;
+}
+
+// The gate's host function: returns once the host has queued every copy (no CUDA calls allowed here).
+void CUDART_CB hold_until_open(void* flag) {
+  while (static_cast<std::atomic<int>*>(flag)->load(std::memory_order_acquire) == 0) std::this_thread::yield();
 }
 
 #define CHECK(x)                                                                          \
@@ -59,30 +66,46 @@ int main(int argc, char** argv) {
   }
   std::vector<void*> src(nranks), dst(nranks);
   std::vector<cudaStream_t> streams(nranks);
-  std::vector<cudaEvent_t> start(nranks), stop(nranks);
+  std::vector<cudaEvent_t> stop(nranks);
+  cudaStream_t gate_stream;
+  cudaEvent_t gate;
+  CHECK(cudaStreamCreateWithFlags(&gate_stream, cudaStreamNonBlocking));
+  CHECK(cudaEventCreate(&gate));
   for (int r = 0; r < nranks; ++r) {
     CHECK(cudaMalloc(&src[r], hi));
     CHECK(cudaMalloc(&dst[r], hi));
     CHECK(cudaMemset(src[r], r + 1, hi));
     CHECK(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking));
-    CHECK(cudaEventCreate(&start[r]));
     CHECK(cudaEventCreate(&stop[r]));
   }
   std::printf("# cudaMemcpyAsync device to device, %d copies at once on one GPU, %d iterations\n", nranks, iters);
   std::printf("# %12s %10s %10s\n", "size", "time(us)", "algbw");
+  // The gate's flag outlives every return below, and any return opens it: a held host function must
+  // not outlive the flag or keep the process from ending.
+  std::atomic<int> open{1};
+  struct OpenAtExit {
+    std::atomic<int>& f;
+    ~OpenAtExit() { f.store(1); }
+  } open_at_exit{open};
   for (size_t n = lo; n <= hi; n *= 2) {
     for (int r = 0; r < nranks; ++r) CHECK(cudaMemcpyAsync(dst[r], src[r], n, cudaMemcpyDeviceToDevice, streams[r]));
     CHECK(cudaDeviceSynchronize());  // warm-up
+    // A gate: the gate stream holds in a host function until every stream's copies are queued, so the
+    // copies start together and no queueing gap is timed; the time runs from the gate to the last stop.
+    open.store(0);
+    CHECK(cudaLaunchHostFunc(gate_stream, hold_until_open, &open));
+    CHECK(cudaEventRecord(gate, gate_stream));
     for (int r = 0; r < nranks; ++r) {
-      CHECK(cudaEventRecord(start[r], streams[r]));
+      CHECK(cudaStreamWaitEvent(streams[r], gate, 0));
       for (int i = 0; i < iters; ++i) CHECK(cudaMemcpyAsync(dst[r], src[r], n, cudaMemcpyDeviceToDevice, streams[r]));
       CHECK(cudaEventRecord(stop[r], streams[r]));
     }
+    open.store(1, std::memory_order_release);
     CHECK(cudaDeviceSynchronize());
-    float worst_ms = 0;  // the slowest copy stream, as nccl-tests times the slowest rank
+    float worst_ms = 0;  // the last stream to finish, as nccl-tests times the slowest rank
     for (int r = 0; r < nranks; ++r) {
       float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, start[r], stop[r]));
+      CHECK(cudaEventElapsedTime(&ms, gate, stop[r]));
       if (ms > worst_ms) worst_ms = ms;
     }
     const double us = 1e3 * worst_ms / iters;
@@ -93,8 +116,9 @@ int main(int argc, char** argv) {
     cudaFree(src[r]);
     cudaFree(dst[r]);
     cudaStreamDestroy(streams[r]);
-    cudaEventDestroy(start[r]);
     cudaEventDestroy(stop[r]);
   }
+  cudaEventDestroy(gate);
+  cudaStreamDestroy(gate_stream);
   return 0;
 }
