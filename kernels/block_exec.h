@@ -65,6 +65,15 @@
 #include "kernels/reduce_copy.h"
 #include "kernels/step_record.h"
 
+// The block's data loop is one out-of-line function per type on a GPU unless CCLAB_INLINE_DATA_LOOP=1
+// (CMake: CCLAB_CUDA_INLINE_DATA_LOOP=ON): then it is inlined into every caller, which removes most of the
+// kernel's spills for twice the code (docs/gpu.md, "Known costs": an A/B only a GPU can decide).
+#if defined(CCLAB_INLINE_DATA_LOOP) && CCLAB_INLINE_DATA_LOOP
+#define CCLAB_DATA_LOOP_NOINLINE
+#else
+#define CCLAB_DATA_LOOP_NOINLINE CCLAB_DEVICE_NOINLINE
+#endif
+
 namespace cclab {
 
 // Where one block is, for the host: written by lane 0 with volatile stores into memory the host can
@@ -193,7 +202,7 @@ class BlockExec {
 
   // ---- data loops ----------------------------------------------------------------------------------
   template <typename T>
-  CCLAB_HD CCLAB_DEVICE_NOINLINE void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+  CCLAB_HD CCLAB_DATA_LOOP_NOINLINE void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
     reduce_copy_lanes(op, d0, d1, a, b, n, pre, post, b_.tid(), b_.nthreads());
   }
   // A lane's own few elements (a line protocol's line or part): the serial loop, as on the host; the

@@ -11,6 +11,8 @@
 #           perf sweeps: the correctness matrix and the trace test
 #   perf    the gpu_perf_* sweeps (`cclab perf -c 1`, every collective, every value checked)
 #   bench   bench/gpu_vs_memcpy.sh (one GPU), and bench/gpu_vs_nccl.sh where there are several GPUs
+# The A/B of docs/gpu.md's known costs: CCLAB_CUDA_INLINE_DATA_LOOP=ON CCLAB_GPU_BUILD_DIR=build-gpu-inline
+# for the build and bench phases builds and measures the kernels with their data loop inlined.
 #   all     the five in turn (for a machine with no 10-minute limit)
 # A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
 # private prefix (CCLAB_KIT_ROOT, default /tmp/cclab-kit), never into /, and a library the machine
@@ -116,7 +118,8 @@ phase_build() {
   # CI (.ci/run) is where a warning fails the build.
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCCLAB_CUDA=ON -DCCLAB_CUDA_ARCHS="$archs" \
-      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DPKG_CONFIG_EXECUTABLE="$pc" || return 1
+      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DPKG_CONFIG_EXECUTABLE="$pc" \
+      -DCCLAB_CUDA_INLINE_DATA_LOOP="${CCLAB_CUDA_INLINE_DATA_LOOP:-OFF}" || return 1
   fi
   # CCLAB_GPU_TARGETS: build only these targets (default: everything)
   local targets=()
