@@ -11,9 +11,9 @@
 #           perf sweeps: the correctness matrix and the trace test
 #   perf    the gpu_perf_* sweeps (`cclab perf -c 1`, every collective, every value checked)
 #   bench   bench/gpu_vs_memcpy.sh (one GPU), and bench/gpu_vs_nccl.sh where there are several GPUs
+#   all     the five in turn (for a machine with no 10-minute limit)
 # The A/B of docs/gpu.md's known costs: CCLAB_CUDA_INLINE_DATA_LOOP=ON CCLAB_GPU_BUILD_DIR=build-gpu-inline
 # for the build and bench phases builds and measures the kernels with their data loop inlined.
-#   all     the five in turn (for a machine with no 10-minute limit)
 # A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
 # private prefix (CCLAB_KIT_ROOT, default /tmp/cclab-kit), never into /, and a library the machine
 # already has (same soname) is taken from the machine.
