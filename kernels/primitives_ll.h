@@ -219,12 +219,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       }
       uint64_t w[2];
       unit_values<SRC, DST>(r, s, e0, k, do_pre, do_post, w);
-      if (s.ns > 0) {
-        CCLAB_UNROLL
-        for (int j = 0; j < kMaxFan; ++j) {
-          if (j >= s.ns) break;
-          Proto::store_part_words(exec_, s.sl[j] + l, part, w[0], w[1], k * sizeof(T), s.send_step[j]);
-        }
+      CCLAB_UNROLL
+      for (int j = 0; j < kMaxFan; ++j) {
+        if (j >= s.ns) break;
+        Proto::store_part_words(exec_, s.sl[j] + l, part, w[0], w[1], k * sizeof(T), s.send_step[j]);
       }
     }
     return true;
@@ -261,13 +259,10 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
       }
       uint64_t w[1];
       unit_values<SRC, DST>(r, st, e0, k, do_pre, do_post, w);
-      if (st.ns > 0) {
-        w[0] = le_low_bytes(w[0], k * sizeof(T));  // zero padding, as store_line's
-        CCLAB_UNROLL
-        for (int j = 0; j < kMaxFan; ++j) {
-          if (j >= st.ns) break;
-          Proto::store_word(exec_, st.sl[j] + l, w[0], st.send_step[j]);
-        }
+      CCLAB_UNROLL
+      for (int j = 0; j < kMaxFan; ++j) {
+        if (j >= st.ns) break;
+        Proto::store_word(exec_, st.sl[j] + l, w[0], k * sizeof(T), st.send_step[j]);
       }
     }
     return true;

@@ -186,24 +186,12 @@ constexpr int kLL128Parts = kLL128LineBytes / kLL128PartBytes;       // 8 lanes 
 constexpr int kLL128FlagPart = kLL128Parts - 1;                      // NCCL_LL128_FLAGTHREAD, within a group
 static_assert(kLL128Parts == 8 && kLL128FlagPart * 2 + 1 == kLL128LineElems - 1, "the flag word ends the flag part");
 CCLAB_HD inline int ll128_part_payload(int part) { return part == kLL128FlagPart ? 8 : kLL128PartBytes; }
-// The two words of part `part` carrying `n` (<= ll128_part_payload(part)) payload bytes from p,
-// zero-padded; the flag part's second word is `flag`.
-CCLAB_HD inline void ll128_make_part(const unsigned char* p, size_t n, int part, uint64_t flag, uint64_t* lo,
-                                     uint64_t* hi) {
-  *lo = load_le_bytes(p, n);
-  *hi = part == kLL128FlagPart ? flag : (n > 8 ? load_le_bytes(p + 8, n - 8) : 0);
-}
-// The same from the part's two payload words held by value (a lane's registers): the first `n` bytes of
-// lo:hi, zero beyond; the flag part's second word is `flag`. Equals ll128_make_part of those bytes.
+// The two words of part `part` carrying the first `n` (<= ll128_part_payload(part)) bytes of lo:hi (the
+// part's payload as a lane holds it in registers), zero beyond; the flag part's second word is `flag`.
 CCLAB_HD inline void ll128_part_words(uint64_t lo, uint64_t hi, size_t n, int part, uint64_t flag, uint64_t* olo,
                                       uint64_t* ohi) {
   *olo = le_low_bytes(lo, n);
   *ohi = part == kLL128FlagPart ? flag : (n > 8 ? le_low_bytes(hi, n - 8) : 0);
-}
-// The first `n` payload bytes of a part (the flag word is not payload).
-CCLAB_HD inline void ll128_part_bytes(uint64_t lo, uint64_t hi, unsigned char* p, size_t n) {
-  store_le_bytes(lo, p, n);
-  if (n > 8) store_le_bytes(hi, p + 8, n - 8);
 }
 
 CCLAB_HD inline size_t ll128_pack(const void* src, size_t bytes, LL128Line* dst, uint64_t flag) {
@@ -264,7 +252,7 @@ struct ProtoLL {
   // atomicity of a half is all the protocol relies on.
   template <typename Exec>
   CCLAB_HD static void store_line(Exec& exec, Line* l, const unsigned char* p, size_t n, uint64_t step) {
-    store_word(exec, l, load_le_bytes(p, n), step);
+    store_word(exec, l, load_le_bytes(p, n), n, step);
   }
   template <typename Exec>
   CCLAB_HD static bool load_line(Exec& exec, const Line* l, unsigned char* p, size_t n, uint64_t step) {
@@ -274,10 +262,10 @@ struct ProtoLL {
     return true;
   }
   // The same with the line's 8 payload bytes as one little-endian word (data1 low, data2 high), for
-  // a caller that keeps them in registers.
+  // a caller that keeps them in registers; store_word keeps the first `n` bytes of w, zero beyond.
   template <typename Exec>
-  CCLAB_HD static void store_word(Exec& exec, Line* l, uint64_t w, uint64_t step) {
-    const Line x = ll_word_line(w, ll_flag(step));
+  CCLAB_HD static void store_word(Exec& exec, Line* l, uint64_t w, size_t n, uint64_t step) {
+    const Line x = ll_word_line(le_low_bytes(w, n), ll_flag(step));
     store16(exec, l, x.v[0], x.v[1]);
   }
   template <typename Exec>

@@ -151,8 +151,9 @@ TEST(ProtoLL, LL128RoundTrips) {
 }
 
 // NCCL's line groups write a line as 8 parts of 16 bytes, the flag in the last part's second word:
-// for every payload length of a line, storing the 8 parts (each with its share of the payload) gives
-// ll128_pack's line byte for byte, and reading the parts back gives the payload.
+// for every payload length of a line, the 8 parts made from the words a lane holds (junk past the
+// payload included: ll128_part_words zero-pads) give ll128_pack's line byte for byte, and reading the
+// parts back gives the payload.
 TEST(ProtoLL, LL128PartsMakeThePackedLine) {
   EXPECT_EQ(kLL128Parts * kLL128PartBytes, kLL128LineBytes);
   int payload = 0;
@@ -174,16 +175,14 @@ TEST(ProtoLL, LL128PartsMakeThePackedLine) {
       const size_t k = n <= first ? 0 : (n - first < static_cast<size_t>(ll128_part_payload(p))
                                              ? n - first
                                              : static_cast<size_t>(ll128_part_payload(p)));
-      ll128_make_part(src.data() + first, k, p, flag, &parts.v[2 * p], &parts.v[2 * p + 1]);
-      ll128_part_bytes(parts.v[2 * p], parts.v[2 * p + 1], back + first, k);
-      // By value (a GPU lane's registers): the part's two words with junk past its k bytes, masked.
+      // As a lane holds the part: its two words, with junk past its k payload bytes.
       unsigned char raw[kLL128PartBytes];
       std::memset(raw, 0xa5, sizeof(raw));
       std::memcpy(raw, src.data() + first, k);
-      uint64_t lo = load_le_bytes(raw, 8), hi = load_le_bytes(raw + 8, 8), wlo = 0, whi = 0;
-      ll128_part_words(lo, hi, k, p, flag, &wlo, &whi);
-      EXPECT_EQ(wlo, parts.v[2 * p]) << n << " payload bytes, part " << p;
-      EXPECT_EQ(whi, parts.v[2 * p + 1]) << n << " payload bytes, part " << p;
+      ll128_part_words(load_le_bytes(raw, 8), load_le_bytes(raw + 8, 8), k, p, flag, &parts.v[2 * p],
+                       &parts.v[2 * p + 1]);
+      store_le_bytes(parts.v[2 * p], back + first, k);  // the payload read back (the flag is not payload)
+      if (k > 8) store_le_bytes(parts.v[2 * p + 1], back + first + 8, k - 8);
     }
     EXPECT_EQ(0, std::memcmp(&packed, &parts, sizeof(parts))) << n << " payload bytes";
     EXPECT_EQ(0, std::memcmp(back, src.data(), n)) << n << " payload bytes";
@@ -208,6 +207,10 @@ TEST(ProtoLL, StoreLoadLineThroughExec) {
   EXPECT_FALSE(ProtoLL::load_line(ex, &l, got, 5, 8));
   ASSERT_TRUE(ProtoLL::load_line(ex, &l, got, 5, 9));
   EXPECT_EQ(0, std::memcmp(got, src.data(), 5));
+  // By value (a lane's register): a word with junk past its 5 payload bytes stores the same line.
+  LLLine lw{};
+  ProtoLL::store_word(ex, &lw, load_le_bytes(src.data(), 5) | 0xa5a5a50000000000ull, 5, 9);
+  EXPECT_EQ(0, std::memcmp(&lw, &l, sizeof(l)));
   ProtoLL::clean_line(ex, &l, 9);
   EXPECT_TRUE(ll_line_has_flag(l, ll_flag(9)));
   EXPECT_EQ(l.f.data1, 0u);
