@@ -13,25 +13,13 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
-namespace {
+#include "perf_options.h"
 
-bool parse_size(const char* s, size_t* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s, &end);
-  if (end == s || v <= 0) return false;
-  double m = 1;
-  const std::string suffix(end);
-  if (suffix == "K") m = 1024.0;
-  else if (suffix == "M") m = 1024.0 * 1024;
-  else if (suffix == "G") m = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty()) return false;
-  *out = static_cast<size_t>(v * m);
-  return *out > 0;
-}
+namespace {
 
 // The gate's host function: returns once the host has queued every copy (no CUDA calls allowed here).
 void CUDART_CB hold_until_open(void* flag) {
@@ -52,9 +40,16 @@ void CUDART_CB hold_until_open(void* flag) {
 int main(int argc, char** argv) {
   size_t lo = size_t(1) << 20, hi = size_t(1) << 30;
   int nranks = 2, iters = 20;
-  if ((argc > 1 && !parse_size(argv[1], &lo)) || (argc > 2 && !parse_size(argv[2], &hi)) ||
-      (argc > 3 && (nranks = std::atoi(argv[3])) < 1) || (argc > 4 && (iters = std::atoi(argv[4])) < 1) ||
-      argc > 5 || lo > hi) {
+  bool sizes_ok = true;
+  try {  // sizes as `cclab perf -b/-e` reads them
+    if (argc > 1) lo = cclab::parse_size(argv[1], "MIN_BYTES");
+    if (argc > 2) hi = cclab::parse_size(argv[2], "MAX_BYTES");
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    sizes_ok = false;
+  }
+  if (!sizes_ok || lo == 0 || (argc > 3 && (nranks = std::atoi(argv[3])) < 1) ||
+      (argc > 4 && (iters = std::atoi(argv[4])) < 1) || argc > 5 || lo > hi) {
     std::fprintf(stderr, "usage: %s [MIN_BYTES [MAX_BYTES [NRANKS [ITERS]]]] (sizes as 8, 64K, 1M, 1G; MIN <= MAX)\n",
                  argv[0]);
     return 2;
