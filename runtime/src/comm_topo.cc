@@ -3,6 +3,7 @@
 // same inputs (the environment, checked to agree, and the all-gathered peer table), so no further
 // exchange is needed.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -265,7 +266,9 @@ ncclResult_t search_graphs(ncclComm_t comm) {
   tree.pattern = GraphPattern::kBalancedTree;
   // Every rank of a communicator searches the same model; ranks that share a process (and later
   // communicators on the same machine) take the result from a process-wide cache keyed by the model
-  // itself, since a search can take a few hundred milliseconds.
+  // itself, since a search can take a few hundred milliseconds. The lock is held across the search:
+  // the ranks of a process that start together wait for the first one's result instead of repeating
+  // it (and the map is only ever touched under the lock).
   static std::mutex cache_mu;
   static auto* cache = new std::map<std::string, std::pair<TopoGraph, TopoGraph>>;
   const char* cross = getenv("NCCL_CROSS_NIC");
@@ -276,12 +279,15 @@ ncclResult_t search_graphs(ncclComm_t comm) {
     if (it != cache->end()) {
       ring = it->second.first;
       tree = it->second.second;
+      CCLAB_INFO(kLogGraph | kLogInit, "Graphs for this topology taken from the process's cache");
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!search_ring_and_tree(comm->topo, &ring, &tree, &err))
+        return report_error(ncclInternalError, "%s", err.c_str());
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      cache->emplace(key, std::make_pair(ring, tree));
+      CCLAB_INFO(kLogGraph | kLogInit, "Graphs for this topology searched in %.1f ms", ms);
     }
-  }
-  if (ring.nchannels == 0) {
-    if (!search_ring_and_tree(comm->topo, &ring, &tree, &err))
-      return report_error(ncclInternalError, "%s", err.c_str());
-    cache->emplace(key, std::make_pair(ring, tree));
   }
   const std::string file = param_str("NCCL_GRAPH_FILE", nullptr);
   if (!file.empty() && !read_graphs_xml(file, comm->topo, {&ring, &tree}, &err))

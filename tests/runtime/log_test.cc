@@ -49,21 +49,38 @@ std::string read_file(const std::string& path) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
+size_t count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
 TEST(Log, InitPrintsRingsTransportsAndEnvironment) {
   const std::string path = log_path();
   ASSERT_FALSE(path.empty());
   unlink(path.c_str());
   ASSERT_STREQ(getenv("NCCL_DEBUG"), "INFO");
 
-  std::vector<ncclComm_t> comms(kRanks, nullptr);
-  ncclUniqueId id;
-  NCCL_OK(ncclGetUniqueId(&id));
-  run_ranks(kRanks, [&](int r) {
-    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-    cfg.minCTAs = cfg.maxCTAs = 2;
-    EXPECT_EQ(ncclCommInitRankConfig(&comms[r], kRanks, id, r, &cfg), ncclSuccess);
-  });
-  for (ncclComm_t c : comms) ASSERT_NE(c, nullptr);
+  // kRanks ranks of a new communicator, initialised together on their own threads, 2 channels.
+  auto init_comms = [](std::vector<ncclComm_t>* comms) {
+    comms->assign(kRanks, nullptr);
+    ncclUniqueId id;
+    NCCL_OK(ncclGetUniqueId(&id));
+    run_ranks(kRanks, [&](int r) {
+      ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+      cfg.minCTAs = cfg.maxCTAs = 2;
+      EXPECT_EQ(ncclCommInitRankConfig(&(*comms)[r], kRanks, id, r, &cfg), ncclSuccess);
+    });
+    for (ncclComm_t c : *comms) ASSERT_NE(c, nullptr);
+  };
+  std::vector<ncclComm_t> comms, again;
+  init_comms(&comms);
+  if (HasFatalFailure()) return;
+  // A second communicator of the same shape, made while the first one lives: its ranks take the graphs
+  // the first search found.
+  init_comms(&again);
+  if (HasFatalFailure()) return;
+  for (ncclComm_t c : again) NCCL_OK(ncclCommDestroy(c));
   // A collective logs under COLL, which NCCL_DEBUG_SUBSYS=INIT,ENV leaves out.
   std::vector<std::vector<float>> bufs(kRanks, std::vector<float>(1000, 1.0f));
   run_ranks(kRanks, [&](int r) {
@@ -94,6 +111,11 @@ TEST(Log, InitPrintsRingsTransportsAndEnvironment) {
     EXPECT_TRUE(contains(log, "rank " + std::to_string(r) + " nRanks 4 nChannels 2 buffSize 1048576 pid " +
                                   std::to_string(getpid()) + " - Init COMPLETE"));
   }
+  // The graph search runs once per topology and process: the four ranks that start together wait for
+  // the first one's search (and never touch the cache at the same time), the other three and all four
+  // ranks of the second communicator take its result.
+  EXPECT_EQ(count(log, "Graphs for this topology searched in "), 1u);
+  EXPECT_EQ(count(log, "Graphs for this topology taken from the process's cache\n"), 2u * kRanks - 1);
   // The environment echo, once per process (parameters are read once).
   const std::string echo = "NCCL INFO NCCL_BUFFSIZE set by environment to 1048576.\n";
   EXPECT_TRUE(contains(log, echo));
