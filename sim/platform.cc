@@ -60,6 +60,7 @@ EngineArgs::EngineArgs() {
   // AddressSanitizer cannot follow SimGrid's swapped stacks when an actor is unwound (a killed actor at a
   // deadlock: a false stack-buffer-overflow); with one thread per actor it can. The context factory is
   // chosen when the engine is created, so it goes on its command line.
+  argv[argc++] = quiet_cfg;
   argv[argc++] = thread_contexts;
 #endif
   argv[argc] = nullptr;

@@ -46,12 +46,14 @@ namespace sim {
 void configure_engine(simgrid::s4u::Engine& engine);
 
 // The command line a SimGrid engine of cclab's is created with (`Engine engine(&a.argc, a.argv)`): the
-// program's name and, in AddressSanitizer builds, SimGrid's thread contexts.
+// program's name and, in AddressSanitizer builds, SimGrid's thread contexts (without the INFO line
+// SimGrid prints for a configuration change).
 struct EngineArgs {
   EngineArgs();
   int argc = 0;
-  char* argv[3] = {};
+  char* argv[4] = {};
   char name[16] = "cclab-sim";
+  char quiet_cfg[40] = "--log=xbt_cfg.thresh:warning";
   char thread_contexts[40] = "--cfg=contexts/factory:thread";
 };
 

@@ -38,15 +38,25 @@ ncclResult_t fail(ncclResult_t r) {
   return r;
 }
 
-ncclResult_t check_type(ncclDataType_t t, const char* fn) {
-  if (static_cast<int>(t) < 0 || static_cast<int>(t) >= ncclNumTypes)
-    return report_error(ncclInvalidArgument, "%s: invalid datatype %d (valid: 0..%d)", fn, static_cast<int>(t),
-                        ncclNumTypes - 1);
+// An enum argument's value as the caller passed it. A C caller can pass any int, but in C++ loading an
+// enum object whose value lies outside the enum's range is undefined, so the checks read the bits.
+template <typename E>
+int enum_bits(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "an int-sized enum");
+  int v;
+  memcpy(&v, &e, sizeof v);
+  return v;
+}
+
+ncclResult_t check_type(const ncclDataType_t& t, const char* fn) {
+  const int v = enum_bits(t);
+  if (v < 0 || v >= ncclNumTypes)
+    return report_error(ncclInvalidArgument, "%s: invalid datatype %d (valid: 0..%d)", fn, v, ncclNumTypes - 1);
   return ncclSuccess;
 }
 
-ncclResult_t check_op(ncclComm_t comm, ncclRedOp_t op, ncclDataType_t t, const char* fn) {
-  const int v = static_cast<int>(op);
+ncclResult_t check_op(ncclComm_t comm, const ncclRedOp_t& op, ncclDataType_t t, const char* fn) {
+  const int v = enum_bits(op);
   if (v >= 0 && v < ncclNumOps) return ncclSuccess;
   const int idx = v - ncclNumOps;
   if (v < 0 || idx >= static_cast<int>(comm->redops.size()) || !comm->redops[idx].in_use)
@@ -448,8 +458,8 @@ extern "C" ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, 
   if (!op) return report_error(ncclInvalidArgument, "%s: op is NULL", fn);
   if (!scalar) return report_error(ncclInvalidArgument, "%s: scalar is NULL", fn);
   if ((r = check_type(type, fn)) != ncclSuccess) return r;
-  if (residence != ncclScalarDevice && residence != ncclScalarHostImmediate)
-    return report_error(ncclInvalidArgument, "%s: residence %d is invalid", fn, static_cast<int>(residence));
+  if (enum_bits(residence) != ncclScalarDevice && enum_bits(residence) != ncclScalarHostImmediate)
+    return report_error(ncclInvalidArgument, "%s: residence %d is invalid", fn, enum_bits(residence));
   DynRedOp d;
   d.in_use = true;
   d.type = type;

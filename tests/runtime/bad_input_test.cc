@@ -88,6 +88,11 @@ TEST_F(BadInput, PreMulSumWithAnotherDatatype) {
   EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat32, op, (*comms_)[1], nullptr), ncclInvalidArgument,
              "op");
   NCCL_OK(ncclRedOpDestroy(op, c0_));
+  // A datatype or residence that is not one.
+  EXPECT_BAD(ncclRedOpCreatePreMulSum(&op, &scalar, static_cast<ncclDataType_t>(99), ncclScalarHostImmediate, c0_),
+             ncclInvalidArgument, "datatype 99");
+  EXPECT_BAD(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, static_cast<ncclScalarResidence_t>(7), c0_),
+             ncclInvalidArgument, "residence 7");
 }
 
 TEST_F(BadInput, NegativeCounts) {

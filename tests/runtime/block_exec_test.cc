@@ -358,7 +358,7 @@ void expect_same(const Case& c, const char* type, uint32_t seed) {
   const auto in = inputs<T>(c, false, seed);
   std::vector<std::vector<T>> host(c.nranks, std::vector<T>(out_elems(c))), block = host;
   // Poison the outputs alike: what an executor does not write stays equal, what it writes must match.
-  for (int r = 0; r < c.nranks; ++r) {
+  for (int r = 0; r < c.nranks && out_elems(c) > 0; ++r) {
     std::memset(host[r].data(), 0x5a, host[r].size() * sizeof(T));
     std::memset(block[r].data(), 0x5a, block[r].size() * sizeof(T));
   }
@@ -366,7 +366,8 @@ void expect_same(const Case& c, const char* type, uint32_t seed) {
   ASSERT_EQ(run<T>(c, 0, in, &host, 2, &host_wire), "");
   ASSERT_EQ(run<T>(c, c.lanes, in, &block, 2, &block_wire), "");
   for (int r = 0; r < c.nranks; ++r)
-    ASSERT_EQ(std::memcmp(host[r].data(), block[r].data(), host[r].size() * sizeof(T)), 0) << "rank " << r;
+    ASSERT_TRUE(host[r].empty() || std::memcmp(host[r].data(), block[r].data(), host[r].size() * sizeof(T)) == 0)
+        << "rank " << r;
   ASSERT_EQ(host_wire.size(), block_wire.size());
   ASSERT_TRUE(host_wire == block_wire) << "the FIFOs differ: the wire bytes are not the host executor's";
 }
