@@ -278,7 +278,14 @@ class BlockExec {
   }
   CCLAB_HD void set_state(int32_t s) {
     state_ = s;
-    if (cfg_.status != nullptr) *reinterpret_cast<volatile int32_t*>(&cfg_.status->state) = s;
+    if (cfg_.status == nullptr) return;
+#ifdef __CUDA_ARCH__
+    *reinterpret_cast<volatile int32_t*>(&cfg_.status->state) = s;  // the host polls mapped memory
+#else
+    // Host-emulated blocks: an atomic store (a volatile one is a data race in C++), release so that a
+    // watcher that sees the state also sees the site written before it.
+    __atomic_store_n(&cfg_.status->state, s, __ATOMIC_RELEASE);
+#endif
   }
   CCLAB_HD void mark(int32_t s) {
     if (b_.tid() == 0 && state_ != kBlockSizeMismatch) set_state(s);

@@ -541,5 +541,41 @@ TEST_F(BootstrapTest, RootsExitOnceDone) {
   EXPECT_EQ(bootstrap_active_roots(), 1);
 }
 
+// A forked child drops the roots it inherited (their threads stayed in the parent) and reaps the ones it
+// starts itself once they are done, as any process does: a launcher that forks workers after using
+// cclab must not pile up finished root threads in them.
+TEST_F(BootstrapTest, ForkedChildReapsItsOwnRoots) {
+#ifdef CCLAB_TSAN
+  GTEST_SKIP() << "ThreadSanitizer cannot start threads in a child forked from a multi-threaded process";
+#endif
+  ncclUniqueId unused;
+  ASSERT_EQ(bootstrap_get_unique_id(&unused), ncclSuccess);  // a root the child inherits, never used
+  ASSERT_GE(bootstrap_active_roots(), 1);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int code = 0;
+    for (int round = 0; round < 3 && code == 0; ++round) {
+      ncclUniqueId id;
+      if (bootstrap_get_unique_id(&id) != ncclSuccess) code = 2;
+      for (const auto& r : run_threads(id, 2, [](Bootstrap& b) { return b.barrier(); }))
+        if (r.body != ncclSuccess) code = 3;
+    }
+    // Every root this child started has served its ranks and exits; none of the parent's is counted.
+    const auto t0 = Clock::now();
+    while (code == 0 && bootstrap_active_roots() != 0) {
+      if (seconds_since(t0) > 10) code = 4;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no unique id, 3: a bootstrap failed, 4: roots still counted";
+  EXPECT_GE(bootstrap_active_roots(), 1);  // the parent's unused root is still its own
+  bootstrap_stop_roots();
+}
+
 }  // namespace
 }  // namespace cclab

@@ -27,6 +27,9 @@ done
 # The CUDA runtime cclab links statically must stay private: exporting cudaMalloc & co. from libnccl.so.2
 # would interpose on the application's own CUDA runtime under LD_PRELOAD.
 if grep -qE ' T cuda[A-Z]' <<<"$exports"; then fail "libnccl.so.2 exports CUDA runtime symbols"; fi
-cc -std=c11 -Wall -Werror -I"$prefix/include" "$src/tests/install/dropin.c" -L"$libdir" -lnccl -o "$prefix/dropin"
+# CCLAB_TEST_CC / CCLAB_TEST_CFLAGS (set by ctest): the build's C compiler and its sanitizer flags.
+read -r -a cflags <<<"${CCLAB_TEST_CFLAGS:-}"
+"${CCLAB_TEST_CC:-cc}" -std=c11 -Wall -Werror "${cflags[@]}" -I"$prefix/include" "$src/tests/install/dropin.c" \
+  -L"$libdir" -lnccl -o "$prefix/dropin"
 readelf -d "$prefix/dropin" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "the program does not need libnccl.so.2"
 LD_LIBRARY_PATH="$libdir" "$prefix/dropin"

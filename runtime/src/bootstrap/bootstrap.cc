@@ -299,6 +299,7 @@ class RootRegistry {
     Entry e;
     e.stop = std::make_shared<std::atomic<int>>(0);
     e.done = std::make_shared<std::atomic<bool>>(false);
+    e.creator = getpid();
     e.thread = std::thread(run_root, std::move(listener), addr, secret, timeout_s, e.stop, e.done);
     entries_.push_back(std::move(e));
   }
@@ -311,13 +312,7 @@ class RootRegistry {
 
   void stop_all() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (getpid() != owner_pid_) {
-      // A forked child inherits the thread objects but not the threads: joining would hang and
-      // destroying a joinable std::thread aborts, so leak them.
-      for (Entry& e : entries_) new std::thread(std::move(e.thread));
-      entries_.clear();
-      return;
-    }
+    drop_inherited_locked();
     for (Entry& e : entries_) e.stop->store(1, std::memory_order_release);
     for (Entry& e : entries_) {
       if (e.thread.joinable()) e.thread.join();
@@ -332,10 +327,26 @@ class RootRegistry {
     std::thread thread;
     std::shared_ptr<std::atomic<int>> stop;
     std::shared_ptr<std::atomic<bool>> done;
+    pid_t creator = 0;  // the process whose thread this is
   };
 
+  // A forked child inherits the parent's entries but not their threads: joining would hang and
+  // destroying a joinable std::thread aborts, so they are leaked. Roots the child starts are its own,
+  // and are reaped and joined as in any process.
+  void drop_inherited_locked() {
+    const pid_t self = getpid();
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      if (it->creator != self) {
+        new std::thread(std::move(it->thread));
+        it = entries_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
   void reap_locked() {
-    if (getpid() != owner_pid_) return;
+    drop_inherited_locked();
     for (auto it = entries_.begin(); it != entries_.end();) {
       if (it->done->load(std::memory_order_acquire)) {
         it->thread.join();
@@ -348,7 +359,6 @@ class RootRegistry {
 
   std::mutex mutex_;
   std::vector<Entry> entries_;
-  pid_t owner_pid_ = getpid();
 };
 
 ncclResult_t start_root(const SocketAddress& addr, uint64_t secret, bool from_comm_id, SocketAddress* bound) {
