@@ -9,8 +9,8 @@
 # are left out (no device code runs on the host, and Mesa's GL leaks are not ours); GPU tests skip.
 # Reports go to the test's output (ctest --output-on-failure prints them).
 #
-# Not in CI: on 2 cores the build takes 15-25 minutes and the run about an hour under TSan (the ring
-# matrices run 5-10x slower), well past CI's 20-minute budget. Run it before landing a change to
+# Not in CI: on 2 cores the build takes 15-25 minutes, and under TSan the run about 25 (the 6 ring/tree
+# matrices alone 950 s, 7-12x their plain time), well past CI's 20-minute budget. Run it before landing a change to
 # locks, atomics, lifetimes or the transports. docs/user-guide.md ("Sanitizer runs") has the details.
 #
 # Environment: CCLAB_SANITIZE_BUILD_DIR (default build-asan / build-tsan), CCLAB_TEST_JOBS (default 2).

@@ -458,8 +458,9 @@ extern "C" ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, 
   if (!op) return report_error(ncclInvalidArgument, "%s: op is NULL", fn);
   if (!scalar) return report_error(ncclInvalidArgument, "%s: scalar is NULL", fn);
   if ((r = check_type(type, fn)) != ncclSuccess) return r;
-  if (enum_bits(residence) != ncclScalarDevice && enum_bits(residence) != ncclScalarHostImmediate)
-    return report_error(ncclInvalidArgument, "%s: residence %d is invalid", fn, enum_bits(residence));
+  const int where = enum_bits(residence);
+  if (where != ncclScalarDevice && where != ncclScalarHostImmediate)
+    return report_error(ncclInvalidArgument, "%s: residence %d is invalid", fn, where);
   DynRedOp d;
   d.in_use = true;
   d.type = type;
