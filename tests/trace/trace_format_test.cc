@@ -1109,6 +1109,91 @@ TEST(TraceFormat, UnknownSectionKindsAreSkipped) {
   EXPECT_EQ(decode_error(file), "corrupt: section 3 (XTRA) checksum mismatch");
 }
 
+// A META, TOPO or CHAN may come again (the live stream's header updates) and replaces the earlier one,
+// but only if it fits what was accepted before it: fuzz_trace_sections found that a second META with
+// fewer ranks, or a TOPO without the routes of the events before it, were accepted, leaving events that
+// name ranks and routes the trace no longer has (a trace its own writer then refused to write).
+TEST(TraceFormat, ReplacedHeaderSectionsMustFitWhatCameBefore) {
+  const Trace t = full_trace(300);
+  const std::string good = encode_trace(t);
+  const std::vector<SectionAt> secs = sections_of(good);
+  ASSERT_EQ(codec::kind_name(secs[3].h.kind), "EVTS");
+  ASSERT_EQ(codec::kind_name(secs[4].h.kind), "OPS");
+  auto section = [&](size_t k) { return good.substr(secs[k].offset, 32 + secs[k].h.stored); };
+  const std::string head4 = good.substr(0, secs[4].offset);  // header, META, TOPO, CHAN, EVTS
+  long long max_rank = -1, max_route = -1;
+  for (const Event& e : t.events) {
+    max_rank = std::max<long long>(max_rank, std::max(e.rank, std::max(e.send_peer, e.recv_peer)));
+    max_route = std::max<long long>(max_route, e.route);
+  }
+  ASSERT_GT(max_rank, 0);
+  ASSERT_GE(max_route, 0);
+  Trace fewer = t;
+  fewer.meta.nranks = static_cast<int>(max_rank);  // one rank short
+  const std::string meta_short = codec::pack_section(SectionKind::kMeta, codec::encode_meta(fewer.meta), true);
+  Trace no_routes = t;
+  no_routes.routes.clear();
+  const std::string topo_bare = codec::pack_section(SectionKind::kTopo, codec::encode_topo(no_routes), true);
+
+  const std::string want_meta = "corrupt: section 4 (META): nranks " + std::to_string(max_rank) + " leaves out rank " +
+                                std::to_string(max_rank) + ", which earlier events name";
+  EXPECT_EQ(decode_error(head4 + meta_short + good.substr(secs[4].offset)), want_meta);
+  EXPECT_EQ(stream_error(head4 + meta_short + good.substr(secs[4].offset), 5), want_meta);
+  const std::string want_topo = "corrupt: section 4 (TOPO): 0 routes leave out route " + std::to_string(max_route) +
+                                ", which earlier events use";
+  EXPECT_EQ(decode_error(head4 + topo_bare + good.substr(secs[4].offset)), want_topo);
+  EXPECT_EQ(stream_error(head4 + topo_bare + good.substr(secs[4].offset), 5), want_topo);
+
+  // Before any event: the nodes, routes and channels accepted so far must fit the new rank count.
+  const std::string e = decode_error(good.substr(0, secs[3].offset) + meta_short + good.substr(secs[3].offset));
+  EXPECT_TRUE(contains(e, "corrupt: section 3 (META): nranks " + std::to_string(max_rank) +
+                              " does not fit the earlier sections: ")) << e;
+
+  // A TOPO with fewer links than the LOAD before it names.
+  const size_t load = secs.size() - 2;
+  ASSERT_EQ(codec::kind_name(secs[load].h.kind), "LOAD");
+  ASSERT_FALSE(t.load.series.empty());
+  Trace few_links = t;
+  few_links.links.clear();
+  few_links.routes.clear();
+  for (Node& n : few_links.nodes) n.rank = -1;
+  const std::string topo_nolinks = codec::pack_section(SectionKind::kTopo, codec::encode_topo(few_links), true);
+  EXPECT_EQ(decode_error(good.substr(0, secs[3].offset) + section(load) + topo_nolinks),
+            "corrupt: section 4 (TOPO): the earlier LOAD section does not fit it: series 0: link " +
+                std::to_string(t.load.series[0].link) + " is out of range (0 links)");
+
+  // The stream decoder checks against what its events named even after the consumer drained them.
+  TraceStreamDecoder d;
+  const std::string first = head4;
+  ASSERT_TRUE(d.feed(first.data(), first.size())) << d.error();
+  d.trace().events.clear();
+  EXPECT_FALSE(d.feed(meta_short.data(), meta_short.size()));
+  EXPECT_EQ(d.error(), want_meta);
+
+  // Growing is what a header update does: no routes at first, events without routes, then the full
+  // TOPO and events on its routes, and more ranks. Accepted, and the writer writes the result.
+  Trace bare = t;
+  bare.routes.clear();
+  bare.meta.nranks = static_cast<int>(max_rank) + 1;
+  std::vector<Event> early(t.events.begin(), t.events.begin() + 50);
+  for (Event& ev : early) ev.route = -1;
+  Trace more = t;
+  more.meta.nranks = bare.meta.nranks + 2;
+  const std::string grown = good.substr(0, codec::kFileHeaderBytes) +
+                            codec::pack_section(SectionKind::kMeta, codec::encode_meta(bare.meta), true) +
+                            codec::pack_section(SectionKind::kTopo, codec::encode_topo(bare), true) + section(2) +
+                            codec::pack_section(SectionKind::kEvents, codec::encode_events(early.data(), early.size()), true) +
+                            section(1) + codec::pack_section(SectionKind::kMeta, codec::encode_meta(more.meta), true) +
+                            section(3) + codec::pack_section(SectionKind::kEnd, codec::encode_end(7, 50 + t.events.size(), 0), false);
+  Trace back;
+  std::string err;
+  ASSERT_TRUE(decode_trace(grown, &back, &err)) << err;
+  EXPECT_EQ(back.meta.nranks, more.meta.nranks);
+  EXPECT_EQ(back.routes.size(), t.routes.size());
+  EXPECT_EQ(back.events.size(), 50 + t.events.size());
+  EXPECT_FALSE(encode_trace(back).empty());
+}
+
 TEST(TraceFormat, FuzzedFilesNeverCrash) {
   const Trace t = full_trace(600);
   const std::string good = encode_trace(t);

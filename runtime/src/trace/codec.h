@@ -75,10 +75,17 @@ struct ReadState {
   uint64_t ops = 0;       // ops decoded
   uint64_t blocks = 0;    // EVTS blocks decoded
   bool complete = false;  // END read and its counts matched
+  // What accepted events name, for a META or TOPO that replaces an earlier one (the events may have been
+  // drained from the trace by then): the largest rank (rank, send or receive peer) and route index.
+  long long max_rank = -1;
+  long long max_route = -1;
 };
 
 // Applies one section's raw bytes to *t (index = st->sections). Unknown kinds are skipped. Validates
-// what it decodes against what *t holds already (nranks, routes, links, nodes). False with *error.
+// what it decodes against what *t holds already (nranks, routes, links, nodes). A META, TOPO or CHAN
+// replaces an earlier one (live header updates), and must then fit what was accepted before it: a META
+// keeps every rank that events, nodes, routes and channels name, a TOPO every route events use and
+// every link the LOAD names. False with *error.
 bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& raw, std::string* error);
 
 // Validation shared by reader and writer: "" when fine, else what is wrong.

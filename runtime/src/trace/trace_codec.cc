@@ -827,12 +827,15 @@ std::string check_meta(const Meta& m) {
   return "";
 }
 
-std::string check_topo(const Trace& t) {
-  const long long nranks = t.meta.nranks > 0 ? t.meta.nranks : -1;
+namespace {
+
+// check_topo and check_channels against `nr` ranks (a META that replaces an earlier one re-checks them).
+std::string check_topo_ranks(const Trace& t, int nr) {
+  const long long nranks = nr > 0 ? nr : -1;
   const long long nn = static_cast<long long>(t.nodes.size()), nl = static_cast<long long>(t.links.size());
   for (size_t i = 0; i < t.nodes.size(); ++i)
     if (out_of(t.nodes[i].rank, -1, nranks))
-      return fmt("node %zu: rank %d is out of range (%d ranks)", i, t.nodes[i].rank, t.meta.nranks);
+      return fmt("node %zu: rank %d is out of range (%d ranks)", i, t.nodes[i].rank, nr);
   for (size_t i = 0; i < t.links.size(); ++i) {
     const Link& l = t.links[i];
     if (out_of(l.from, 0, nn) || out_of(l.to, 0, nn))
@@ -842,26 +845,33 @@ std::string check_topo(const Trace& t) {
   for (size_t i = 0; i < t.routes.size(); ++i) {
     const Route& r = t.routes[i];
     if (out_of(r.src, 0, nranks) || out_of(r.dst, 0, nranks))
-      return fmt("route %zu: rank %d -> %d is out of range (%d ranks)", i, r.src, r.dst, t.meta.nranks);
+      return fmt("route %zu: rank %d -> %d is out of range (%d ranks)", i, r.src, r.dst, nr);
     for (int l : r.links)
       if (out_of(l, 0, nl)) return fmt("route %zu: link %d is out of range (%lld links)", i, l, nl);
   }
   return "";
 }
 
-std::string check_channels(const Trace& t, const std::vector<Channel>& channels) {
-  const long long nranks = t.meta.nranks > 0 ? t.meta.nranks : -1;
+std::string check_channels_ranks(int nr, const std::vector<Channel>& channels) {
+  const long long nranks = nr > 0 ? nr : -1;
   for (size_t i = 0; i < channels.size(); ++i) {
     const Channel& c = channels[i];
     for (int r : c.ring)
-      if (out_of(r, 0, nranks)) return fmt("channel %zu: ring rank %d is out of range (%d ranks)", i, r, t.meta.nranks);
+      if (out_of(r, 0, nranks)) return fmt("channel %zu: ring rank %d is out of range (%d ranks)", i, r, nr);
     for (int r : c.tree_up)
-      if (out_of(r, -1, nranks)) return fmt("channel %zu: tree parent %d is out of range (%d ranks)", i, r, t.meta.nranks);
+      if (out_of(r, -1, nranks)) return fmt("channel %zu: tree parent %d is out of range (%d ranks)", i, r, nr);
     for (const auto& d : c.tree_down)
       for (int r : d)
-        if (out_of(r, -1, nranks)) return fmt("channel %zu: tree child %d is out of range (%d ranks)", i, r, t.meta.nranks);
+        if (out_of(r, -1, nranks)) return fmt("channel %zu: tree child %d is out of range (%d ranks)", i, r, nr);
   }
   return "";
+}
+
+}  // namespace
+
+std::string check_topo(const Trace& t) { return check_topo_ranks(t, t.meta.nranks); }
+std::string check_channels(const Trace& t, const std::vector<Channel>& channels) {
+  return check_channels_ranks(t.meta.nranks, channels);
 }
 
 std::string check_op(const Op& op) {
@@ -1032,6 +1042,14 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
         Meta m;
         decode_meta(json::parse(raw), &m);
         why = check_meta(m);
+        // A META that replaces an earlier one (a live header update) keeps every rank already named.
+        if (why.empty() && m.nranks > 0 && st->max_rank >= m.nranks)
+          why = fmt("nranks %d leaves out rank %lld, which earlier events name", m.nranks, st->max_rank);
+        if (why.empty()) {
+          why = check_topo_ranks(*t, m.nranks);
+          if (why.empty()) why = check_channels_ranks(m.nranks, t->channels);
+          if (!why.empty()) why = fmt("nranks %d does not fit the earlier sections: ", m.nranks) + why;
+        }
         if (why.empty()) t->meta = std::move(m);
         break;
       }
@@ -1040,6 +1058,14 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
         tmp.meta.nranks = t->meta.nranks;
         decode_topo(json::parse(raw), &tmp);
         why = check_topo(tmp);
+        // A TOPO that replaces an earlier one keeps every route the events use and every link the load
+        // names.
+        if (why.empty() && st->max_route >= static_cast<long long>(tmp.routes.size()))
+          why = fmt("%zu routes leave out route %lld, which earlier events use", tmp.routes.size(), st->max_route);
+        if (why.empty()) {
+          why = check_load(tmp.links.size(), t->load);
+          if (!why.empty()) why = "the earlier LOAD section does not fit it: " + why;
+        }
         if (why.empty()) {
           t->nodes = std::move(tmp.nodes);
           t->links = std::move(tmp.links);
@@ -1068,6 +1094,11 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
       case SectionKind::kEvents: {
         const size_t before = t->events.size();
         if (!decode_events(t, st->blocks, raw, error)) return false;
+        for (size_t i = before; i < t->events.size(); ++i) {
+          const Event& e = t->events[i];
+          st->max_rank = std::max<long long>(st->max_rank, std::max(e.rank, std::max(e.send_peer, e.recv_peer)));
+          st->max_route = std::max<long long>(st->max_route, e.route);
+        }
         st->events += t->events.size() - before;
         ++st->blocks;
         break;
