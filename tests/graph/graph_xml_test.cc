@@ -245,6 +245,11 @@ TEST(GraphXml, ValidationErrorsNameFileLineAndProblem) {
       {"nchannels=\"1\"", "nchannels=\"2\"", "says nchannels=\"2\" but holds 1 <channel>"},
       {"typeintra=\"NVL\"", "typeintra=\"NVX\"", "typeintra=\"NVX\" is not a path type"},
       {"pattern=\"4\"", "pattern=\"9\"", "pattern 9 is not one of NCCL's patterns"},
+      // Graph 0 is the ring graph, graph 1 the tree graph: another pattern would read its channels
+      // differently (fuzz_graph_xml: an NVLS pattern on graph 0 made a ring of one GPU per channel).
+      {"pattern=\"4\"", "pattern=\"5\"", "<graph id=\"0\"> (the ring graph) has pattern 5; NCCL's ring graph has pattern 4"},
+      {"id=\"0\" pattern=\"4\"", "id=\"1\" pattern=\"4\"", "<graph id=\"1\"> (the tree graph) has pattern 4"},
+      {"id=\"0\" pattern=\"4\"", "id=\"1\" pattern=\"6\"", "<graph id=\"1\"> (the tree graph) has pattern 6"},
       {"speedintra=\"40\"", "speedintra=\"fast\"", "speedintra=\"fast\" is not a number"},
       {" samechannels=\"1\"", "", "lacks the required attribute samechannels"},
   };

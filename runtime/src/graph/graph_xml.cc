@@ -201,6 +201,17 @@ bool GraphXmlReader::read_graph(pugi::xml_node x, TopoGraph* g) {
                        " is not one of NCCL's patterns (1 balanced tree, 2 split tree, 3 tree, 4 ring, 5 NVLS, "
                        "6 CollNet direct)");
   }
+  // NCCL's graph 0 is the ring graph (pattern 4) and graph 1 the tree graph (a tree pattern, 1 to 3, as
+  // its search may switch between them); the channels of any other pattern are read differently (an
+  // NVLS channel lists one GPU), so a ring or tree read with one would not be the graph the file meant.
+  if (id == 0 && pattern != static_cast<long long>(GraphPattern::kRing)) {
+    return fail(x, "<graph id=\"0\"> (the ring graph) has pattern " + std::to_string(pattern) +
+                       "; NCCL's ring graph has pattern 4 (ring)");
+  }
+  if (id == 1 && (pattern < 1 || pattern > 3)) {
+    return fail(x, "<graph id=\"1\"> (the tree graph) has pattern " + std::to_string(pattern) +
+                       "; NCCL's tree graph has pattern 1, 2 or 3 (balanced, split or plain tree)");
+  }
   if (crossnic < 0 || crossnic > 2) return fail(x, "<graph> crossnic must be 0, 1 or 2");
   if (nchannels < 1 || nchannels > kMaxChannels) {
     return fail(x, "<graph> nchannels " + std::to_string(nchannels) + " is out of range (1.." +
