@@ -537,6 +537,21 @@ TEST(TopoXmlErrors, InlineProblems) {
       {"<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x060400\">\n"
        "<pcilink target=\"0000:07:00.0\"/>\n</pci>\n</cpu>\n</system>",
        4, "<pcilink> target 0000:07:00.0"},
+      // Both GPUs describe their NVLink, with different counts (fuzz_topo_xml: this was refused only by
+      // the model's check, "reverse link 17 is not its mirror", with no line); and GPUs of two NVLink
+      // generations.
+      {"<system version=\"1\">\n<cpu numaid=\"0\">\n"
+       "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\">"
+       "<nvlink target=\"0000:02:00.0\" count=\"4\"/></gpu></pci>\n"
+       "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"80\">\n"
+       "<nvlink target=\"0000:01:00.0\" count=\"40\"/></gpu></pci>\n</cpu>\n</system>",
+       5, "the NVLinks between GPUs 0000:01:00.0 and 0000:02:00.0 have count 4 one way and 40 the other"},
+      {"<system version=\"1\">\n<cpu numaid=\"0\">\n"
+       "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\">"
+       "<nvlink target=\"0000:02:00.0\" count=\"4\"/></gpu></pci>\n"
+       "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"90\">\n"
+       "<nvlink target=\"0000:01:00.0\" count=\"4\"/></gpu></pci>\n</cpu>\n</system>",
+       5, "(sm 80) and 0000:02:00.0 (sm 90) of different NVLink generations"},
       {"<system version=\"1\"><cpu numaid=\"0\"></system>", 1, "malformed XML"},
       {"", 1, "No document element"},
       {"<system version=\"1\"/><system version=\"1\"/>", 1, "a second top-level element <system>"},

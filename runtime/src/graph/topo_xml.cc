@@ -795,6 +795,7 @@ bool XmlTopoReader::add_nvlinks() {
     if (ty == TopoNodeType::kNvs) nvs_by_bus[bus] = where.first;
   }
   std::set<std::pair<int, int>> gpu_pairs_seen;  // (from, to) directions already given by an element
+  std::map<std::pair<int, int>, pugi::xml_node> gpu_pair_xml;  // (from, to): its last element, for errors
   for (const Pending& p : nvlinks_) {
     pugi::xml_node x = p.xml;
     int64_t target = 0;
@@ -841,6 +842,7 @@ bool XmlTopoReader::add_nvlinks() {
       remote = it->second;
       to_gpu = true;
       if (remote == p.node) return fail(x, "an NVLink from a GPU to itself");
+      gpu_pair_xml[{p.node, remote}] = x;
     } else {
       return fail(x, std::string("<nvlink> tclass=\"") + tc +
                          "\" is neither a GPU (0x03xxxx), an NVSwitch (0x068000) nor a CPU (0x068001)");
@@ -864,6 +866,30 @@ bool XmlTopoReader::add_nvlinks() {
           k.lanes += v.lanes;
         }
       }
+    }
+  }
+  // A GPU-to-GPU NVLink has one count and one generation both ways: when both GPUs describe it, they
+  // must agree (the model's link and its reverse are mirrors; Topology::validate would otherwise refuse
+  // it without saying which element is wrong).
+  for (const auto& [pair, x] : gpu_pair_xml) {
+    const auto back = gpu_pair_xml.find({pair.second, pair.first});
+    if (back == gpu_pair_xml.end() || pair.first > pair.second) continue;
+    const int l = t_.link_between(pair.first, pair.second);
+    if (l < 0) continue;
+    const TopoLink& k = t_.links[l];
+    const TopoLink& r = t_.links[k.reverse];
+    const TopoNode& a = t_.nodes[pair.first];
+    const TopoNode& b = t_.nodes[pair.second];
+    if (k.lanes != r.lanes) {
+      return fail(back->second, "the NVLinks between GPUs " + pci_busid_string(a.busid) + " and " +
+                                    pci_busid_string(b.busid) + " have count " + std::to_string(k.lanes) +
+                                    " one way and " + std::to_string(r.lanes) +
+                                    " the other (a link has one count both ways)");
+    }
+    if (k.generation != r.generation) {
+      return fail(back->second, "an NVLink between GPUs " + pci_busid_string(a.busid) + " (sm " +
+                                    std::to_string(a.sm) + ") and " + pci_busid_string(b.busid) + " (sm " +
+                                    std::to_string(b.sm) + ") of different NVLink generations");
     }
   }
   return true;
