@@ -1110,9 +1110,9 @@ TEST(TraceFormat, UnknownSectionKindsAreSkipped) {
 }
 
 // A META, TOPO or CHAN may come again (the live stream's header updates) and replaces the earlier one,
-// but only if it fits what was accepted before it: fuzz_trace_sections found that a second META with
-// fewer ranks, or a TOPO without the routes of the events before it, were accepted, leaving events that
-// name ranks and routes the trace no longer has (a trace its own writer then refused to write).
+// but only if it fits what was accepted before it. fuzz_trace_sections' properties exposed that a second
+// META with fewer ranks, or a TOPO without the routes of the events before it, were accepted, leaving
+// events that name ranks and routes the trace no longer has (a trace its own writer then refused).
 TEST(TraceFormat, ReplacedHeaderSectionsMustFitWhatCameBefore) {
   const Trace t = full_trace(300);
   const std::string good = encode_trace(t);
