@@ -15,7 +15,7 @@
 # per target, default 1), CCLAB_FUZZ_MAX_LEN (default 16384 bytes).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${CCLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+build="$(realpath -m "${CCLAB_FUZZ_BUILD_DIR:-$root/build-fuzz}")"
 all_targets=(trace_file trace_sections topo_xml graph_xml detect strings)
 
 for p in clang-14 libclang-rt-14-dev; do
@@ -24,13 +24,17 @@ for p in clang-14 libclang-rt-14-dev; do
     sudo_cmd=""
     [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "$p" >/dev/null
+    $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
   fi
 done
 # The libraries come from the README's set-up (scripts/setup.sh); this adds clang and libFuzzer.
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang-14 CXX=clang++-14 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCCLAB_FUZZ=ON -DCCLAB_SANITIZE=address,undefined -DCCLAB_CUDA=OFF >/dev/null
+elif ! grep -q '^CCLAB_FUZZ:BOOL=ON$' "$build/CMakeCache.txt"; then
+  # Its targets would be replay programs: they would run the corpus once and exit, fuzzing nothing.
+  echo "scripts/fuzz.sh: $build is not a fuzzing build (CCLAB_FUZZ is not ON); remove it or set CCLAB_FUZZ_BUILD_DIR" >&2
+  exit 2
 fi
 targets=()
 seconds=300

@@ -33,8 +33,17 @@ class Reader {
   Reader(const uint8_t* data, size_t size) : p_(data), n_(size) {}
   size_t left() const { return n_ - pos_; }
   uint8_t u8() { return pos_ < n_ ? p_[pos_++] : 0; }
-  uint32_t u16() { return u8() | (uint32_t(u8()) << 8); }
-  uint32_t u32() { return u16() | (u16() << 16); }
+  // Little-endian; each byte read in its own statement (the operands of | are unsequenced).
+  uint32_t u16() {
+    const uint32_t lo = u8();
+    const uint32_t hi = u8();
+    return lo | hi << 8;
+  }
+  uint32_t u32() {
+    const uint32_t lo = u16();
+    const uint32_t hi = u16();
+    return lo | hi << 16;
+  }
   std::string bytes(size_t k) {
     if (k > left()) k = left();
     std::string s(reinterpret_cast<const char*>(p_ + pos_), k);

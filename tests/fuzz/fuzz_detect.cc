@@ -15,7 +15,10 @@
 // Properties: detect_topology never crashes, hangs or leaks, and fails only with a reason; what it
 // accepts is a model that validates, whose XML (DetectResult::xml) reads back to the same model, with one
 // GPU per bus id it lists.
+#include <dirent.h>
+#include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,15 +73,40 @@ int collect(const char* p, const struct stat* st, int type, struct FTW*) {
   return 0;
 }
 
-std::vector<Machine>& machines() {
-  // Built on first use; destroyed (directories removed) at exit.
-  // In memory when it can be: every run opens hundreds of files, at ~0.3 ms each on this disk.
-  static const bool in_memory = [] {
+int remove_entry(const char* p, const struct stat*, int, struct FTW*) { return remove(p); }
+
+// The machines live in one directory per process, cclab-fuzz-detect.<pid>, in memory when it can be
+// (every run opens hundreds of files, ~0.3 ms each on a disk): removed at exit, and at the next start
+// when a process died without exiting (a crash, a timeout, libFuzzer's memory limit).
+class WorkDir {
+ public:
+  WorkDir() {
     const char* tmp = getenv("TMPDIR");
-    if ((tmp == nullptr || *tmp == '\0') && access("/dev/shm", W_OK) == 0) setenv("TMPDIR", "/dev/shm", 1);
-    return true;
-  }();
-  (void)in_memory;
+    const std::string base = tmp && *tmp ? tmp : access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    const std::string prefix = "cclab-fuzz-detect.";
+    if (DIR* d = opendir(base.c_str())) {
+      while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        const long pid = strtol(name.c_str() + prefix.size(), nullptr, 10);
+        if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+          nftw((base + "/" + name).c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+      }
+      closedir(d);
+    }
+    path_ = base + "/" + prefix + std::to_string(getpid());
+    mkdir(path_.c_str(), 0755);
+    setenv("TMPDIR", path_.c_str(), 1);  // FakeSysfs makes its directories there
+  }
+  ~WorkDir() { nftw(path_.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+ private:
+  std::string path_;
+};
+
+std::vector<Machine>& machines() {
+  // Built on first use; destroyed at exit (the machines' directories, then the work directory).
+  static WorkDir dir;
   static std::vector<Machine> all(4);
   static bool built = [] {
     std::vector<Machine>* v = &all;
@@ -90,6 +118,7 @@ std::vector<Machine>& machines() {
       g_collect = &m.entries;
       nftw(m.fs.root().c_str(), collect, 16, FTW_PHYS);
       std::sort(m.entries.begin(), m.entries.end(), [](const Entry& a, const Entry& b) { return a.path < b.path; });
+      FUZZ_CHECK(!m.entries.empty(), "a fake machine without files under " + m.fs.root());
       for (const auto& g : m.nvml.gpus) m.gpus.push_back(g.first);
     }
     return true;

@@ -68,12 +68,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 5: {
-      AlgoKind a;
-      ProtoKind p;
-      CollKind c;
-      if (algo_from_name(ctext.c_str(), &a)) FUZZ_CHECK(algo_from_name(algo_name(a), &a), "algorithm name");
-      if (proto_from_name(ctext.c_str(), &p)) FUZZ_CHECK(proto_from_name(proto_name(p), &p), "protocol name");
-      if (coll_from_name(ctext.c_str(), &c)) FUZZ_CHECK(coll_from_name(coll_name(c), &c), "collective name");
+      // A name that is accepted prints as NCCL spells it, and that spelling reads back to the same value.
+      AlgoKind a, a2;
+      ProtoKind p, p2;
+      CollKind c, c2;
+      if (algo_from_name(ctext.c_str(), &a))
+        FUZZ_CHECK(algo_from_name(algo_name(a), &a2) && a2 == a, std::string("algorithm ") + algo_name(a));
+      if (proto_from_name(ctext.c_str(), &p))
+        FUZZ_CHECK(proto_from_name(proto_name(p), &p2) && p2 == p, std::string("protocol ") + proto_name(p));
+      if (coll_from_name(ctext.c_str(), &c))
+        FUZZ_CHECK(coll_from_name(coll_name(c), &c2) && c2 == c, std::string("collective ") + coll_name(c));
       break;
     }
     case 6: {
