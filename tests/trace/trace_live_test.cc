@@ -440,6 +440,62 @@ TEST(LiveStream, HeaderUpdateReachesTheAttachedViewerBeforeLaterEvents) {
 
 // ---- slow and stuck viewers -----------------------------------------------------------------
 
+// An update may not take away what events already sent use (the viewer's decoder refuses that, see
+// TraceFormat.ReplacedHeaderSectionsMustFitWhatCameBefore): the server keeps the viewer on the header it
+// has. Before any event, fewer ranks are fine, and META then follows the TOPO and CHAN that fit it.
+TEST(LiveStream, HeaderUpdatesKeepWhatEventsAlreadyUse) {
+  const std::string path = sock_path("shrink");
+  const Trace full = header();
+  Trace no_routes = full;
+  no_routes.routes.clear();
+  {
+    Viewer v;
+    v.path = path;
+    v.start();
+    LiveServer srv;
+    std::string err;
+    ASSERT_TRUE(srv.start(path, full, 5, &err)) << err;
+    ASSERT_TRUE(srv.attached());
+    for (uint64_t i = 0; i < 100; ++i) srv.push(make_event(i));
+    srv.set_header(no_routes);  // the events above use routes: not sent
+    for (uint64_t i = 100; i < 200; ++i) srv.push(make_event(i));
+    srv.finish();
+    v.join();
+    EXPECT_TRUE(v.error.empty()) << v.error << v.dec.error();
+    EXPECT_TRUE(v.dec.complete());
+    expect_header(v.dec.trace(), full);
+    expect_events(v.dec.trace().events, 0, 200);
+  }
+  {
+    const Trace two = header(2);
+    ASSERT_LT(two.routes.size(), full.routes.size());
+    Viewer v;
+    v.path = path;
+    v.start();
+    LiveServer srv;
+    std::string err;
+    ASSERT_TRUE(srv.start(path, full, 5, &err)) << err;
+    ASSERT_TRUE(srv.attached());
+    srv.set_header(two);  // before any event: 8 ranks become 2
+    std::vector<Event> evs;
+    for (uint64_t i = 0; i < 50; ++i) {
+      Event e = make_event(i, two.routes.size());
+      e.rank = static_cast<int32_t>(i % 2);
+      e.send_peer = e.send_peer < 0 ? -1 : static_cast<int32_t>((i + 1) % 2);
+      e.recv_peer = e.recv_peer < 0 ? -1 : static_cast<int32_t>((i + 1) % 2);
+      evs.push_back(e);
+      srv.push(e);
+    }
+    srv.finish();
+    v.join();
+    EXPECT_TRUE(v.error.empty()) << v.error << v.dec.error();
+    EXPECT_TRUE(v.dec.complete()) << v.dec.error();
+    expect_header(v.dec.trace(), two);
+    ASSERT_EQ(v.dec.trace().events.size(), evs.size());
+    for (size_t i = 0; i < evs.size(); ++i) EXPECT_EQ(diff_event(v.dec.trace().events[i], evs[i]), "") << i;
+  }
+}
+
 TEST(LiveStream, SlowViewerLosesNothingTheRunWaitsForIt) {
   const std::string path = sock_path("slow");
   const Trace h = header();

@@ -73,6 +73,8 @@ struct LiveServer::Stream {
   uint64_t sections = 0, events = 0, ops = 0;
   int nranks = 0;        // what events are checked against (the decoder would reject others)
   size_t nroutes = 0;
+  long long max_rank = -1, max_route = -1;  // what the events sent so far name
+  bool warned_update = false;
   std::string meta, topo, chan;
 };
 
@@ -355,15 +357,39 @@ bool LiveServer::send_bytes(const std::string& bytes) {
 }
 
 bool LiveServer::send_header(const Trace& h, Stream* s) {
+  // An update may add ranks and routes, not take away any that events already sent name: the viewer's
+  // decoder would refuse it (docs/trace-format.md, "Section order"). Such an update is not sent to
+  // this viewer, which keeps the header it has.
+  std::string why;
+  if (h.meta.nranks > 0 && s->max_rank >= h.meta.nranks) {
+    why = "it has " + std::to_string(h.meta.nranks) + " ranks but events already sent name rank " +
+          std::to_string(s->max_rank);
+  } else if (s->max_route >= static_cast<long long>(h.routes.size())) {
+    why = "it has " + std::to_string(h.routes.size()) + " routes but events already sent use route " +
+          std::to_string(s->max_route);
+  }
+  if (!why.empty()) {
+    if (!s->warned_update) {
+      std::fprintf(stderr, "cclab: warning: live stream %s: header update not sent to the viewer: %s\n",
+                   path_.c_str(), why.c_str());
+      s->warned_update = true;
+    }
+    return true;
+  }
   std::string meta = codec::encode_meta(h.meta), topo = codec::encode_topo(h), chan = codec::encode_channels(h.channels);
+  // Each section is checked against the ones before it: META first, unless an update gives fewer ranks
+  // (or a first count after an unknown one), which must come after the TOPO and CHAN that fit it.
+  const bool meta_last = s->sections > 0 && h.meta.nranks > 0 && (s->nranks <= 0 || h.meta.nranks < s->nranks);
   s->nranks = h.meta.nranks;
   s->nroutes = h.routes.size();
-  // META before TOPO before CHAN: each is checked against the ones before it.
-  if (meta != s->meta) {
+  auto send_meta = [&] {
+    if (meta == s->meta) return true;
     if (!send_bytes(codec::pack_section(SectionKind::kMeta, meta, true))) return false;
     ++s->sections;
     s->meta = std::move(meta);
-  }
+    return true;
+  };
+  if (!meta_last && !send_meta()) return false;
   if (topo != s->topo) {
     if (!send_bytes(codec::pack_section(SectionKind::kTopo, topo, true))) return false;
     ++s->sections;
@@ -374,7 +400,7 @@ bool LiveServer::send_header(const Trace& h, Stream* s) {
     ++s->sections;
     s->chan = std::move(chan);
   }
-  return true;
+  return !meta_last || send_meta();
 }
 
 bool LiveServer::send_events(const Event* e, size_t n, Stream* s) {
@@ -399,6 +425,10 @@ bool LiveServer::send_events(const Event* e, size_t n, Stream* s) {
       if (codec::event_ok(s->nranks, s->nroutes, e[i])) ok.push_back(e[i]);
     e = ok.data();
     n = ok.size();
+  }
+  for (size_t i = 0; i < n; ++i) {
+    s->max_rank = std::max<long long>(s->max_rank, std::max(e[i].rank, std::max(e[i].send_peer, e[i].recv_peer)));
+    s->max_route = std::max<long long>(s->max_route, e[i].route);
   }
   for (size_t i = 0; i < n; i += kEventsPerBlock) {
     const size_t m = std::min(kEventsPerBlock, n - i);
