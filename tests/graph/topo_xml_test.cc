@@ -566,6 +566,28 @@ TEST(TopoXmlErrors, InlineProblems) {
   }
 }
 
+// One GPU describes its NVLink to another in two elements and the other GPU not at all: the link has
+// their sum both ways (before, only this direction grew, and the model's check refused the file).
+TEST(TopoXmlRead, OneSidedNvlinkElementsAddUpBothWays) {
+  const std::string xml =
+      "<system version=\"1\">\n<cpu numaid=\"0\">\n"
+      "<pci busid=\"0000:01:00.0\" class=\"0x030200\"><gpu dev=\"0\" sm=\"80\">"
+      "<nvlink target=\"0000:02:00.0\" count=\"2\"/><nvlink target=\"0000:02:00.0\" count=\"4\"/></gpu></pci>\n"
+      "<pci busid=\"0000:02:00.0\" class=\"0x030200\"><gpu dev=\"1\" sm=\"80\"/></pci>\n</cpu>\n</system>";
+  Topology t;
+  std::string err;
+  ASSERT_TRUE(read_topology_xml_string(xml, "inline.xml", &t, &err)) << err;
+  const int l = t.link_between(t.gpu_node(0, 0), t.gpu_node(0, 1));
+  ASSERT_GE(l, 0);
+  const TopoLink& k = t.links[l];
+  const TopoLink& r = t.links[k.reverse];
+  EXPECT_EQ(k.lanes, 6);
+  EXPECT_EQ(r.lanes, 6);
+  EXPECT_DOUBLE_EQ(k.model_bw, 6 * 20.0);
+  EXPECT_DOUBLE_EQ(r.model_bw, k.model_bw);
+  EXPECT_DOUBLE_EQ(r.bw, k.bw);
+}
+
 TEST(TopoXmlErrors, UnreadableFile) {
   Topology t;
   std::string err;

@@ -872,10 +872,22 @@ bool XmlTopoReader::add_nvlinks() {
   // must agree (the model's link and its reverse are mirrors; Topology::validate would otherwise refuse
   // it without saying which element is wrong).
   for (const auto& [pair, x] : gpu_pair_xml) {
-    const auto back = gpu_pair_xml.find({pair.second, pair.first});
-    if (back == gpu_pair_xml.end() || pair.first > pair.second) continue;
     const int l = t_.link_between(pair.first, pair.second);
-    if (l < 0) continue;
+    if (l < 0 || t_.links[l].type != LinkType::kNvl) continue;
+    const auto back = gpu_pair_xml.find({pair.second, pair.first});
+    if (back == gpu_pair_xml.end()) {
+      // Only this GPU describes the link: the other direction is the same (with every element to that
+      // target added up, as this direction has).
+      TopoLink& r = t_.links[t_.links[l].reverse];
+      const TopoLink& k = t_.links[l];
+      r.bw = k.bw;
+      r.model_bw = k.model_bw;
+      r.latency_us = k.latency_us;
+      r.lanes = k.lanes;
+      r.generation = k.generation;
+      continue;
+    }
+    if (pair.first > pair.second) continue;
     const TopoLink& k = t_.links[l];
     const TopoLink& r = t_.links[k.reverse];
     const TopoNode& a = t_.nodes[pair.first];
