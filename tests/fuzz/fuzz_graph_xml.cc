@@ -37,11 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const Topology& topo = machine(data[0]);
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-  TopoGraph ring, tree;
+  TopoGraph ring, tree;  // filled from the file's graphs 0 and 1 (pattern included), if it has them
   ring.id = 0;
-  ring.pattern = GraphPattern::kRing;
   tree.id = 1;
-  tree.pattern = GraphPattern::kBalancedTree;
   std::string err;
   if (!read_graphs_xml_string(text, "fuzz.xml", topo, {&ring, &tree}, &err)) {
     FUZZ_CHECK(!err.empty(), "refused without saying why");

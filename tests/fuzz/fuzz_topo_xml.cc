@@ -40,11 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const int gpus = topo.gpus_per_machine();
   if (gpus < 1 || gpus > 8 || topo.machines > 4) return 0;
-  TopoGraph ring, tree;
-  ring.id = 0;
-  ring.pattern = GraphPattern::kRing;
-  tree.id = 1;
-  tree.pattern = GraphPattern::kBalancedTree;
+  TopoGraph ring, tree;  // search_ring_and_tree sets their ids and patterns
   if (!search_ring_and_tree(topo, &ring, &tree, &err)) {
     FUZZ_CHECK(!err.empty(), "the search failed without saying why");
     return 0;

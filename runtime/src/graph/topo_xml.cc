@@ -794,8 +794,8 @@ bool XmlTopoReader::add_nvlinks() {
     if (ty == TopoNodeType::kGpu) gpu_by_bus[bus] = where.first;
     if (ty == TopoNodeType::kNvs) nvs_by_bus[bus] = where.first;
   }
-  std::set<std::pair<int, int>> gpu_pairs_seen;  // (from, to) directions already given by an element
-  std::map<std::pair<int, int>, pugi::xml_node> gpu_pair_xml;  // (from, to): its last element, for errors
+  // GPU-to-GPU directions (from, to) already given by an element, and its last element (for errors).
+  std::map<std::pair<int, int>, pugi::xml_node> gpu_pair_xml;
   for (const Pending& p : nvlinks_) {
     pugi::xml_node x = p.xml;
     int64_t target = 0;
@@ -842,7 +842,6 @@ bool XmlTopoReader::add_nvlinks() {
       remote = it->second;
       to_gpu = true;
       if (remote == p.node) return fail(x, "an NVLink from a GPU to itself");
-      gpu_pair_xml[{p.node, remote}] = x;
     } else {
       return fail(x, std::string("<nvlink> tclass=\"") + tc +
                          "\" is neither a GPU (0x03xxxx), an NVSwitch (0x068000) nor a CPU (0x068001)");
@@ -851,11 +850,9 @@ bool XmlTopoReader::add_nvlinks() {
     if (l >= 0 && t_.links[l].type != LinkType::kNvl) l = -1;
     if (l < 0) {
       connect(p.node, remote, LinkType::kNvl, v);
-      if (to_gpu) gpu_pairs_seen.insert({p.node, remote});
-    } else if (to_gpu && !gpu_pairs_seen.count({p.node, remote})) {
+    } else if (to_gpu && !gpu_pair_xml.count({p.node, remote})) {
       // The other GPU's element created this link; this element describes our direction.
       set_direction(&t_.links[l], v);
-      gpu_pairs_seen.insert({p.node, remote});
     } else {
       // Several elements to one target add up, as NCCL's ncclTopoConnectNodes does.
       for (int li : {l, t_.links[l].reverse}) {
@@ -867,6 +864,7 @@ bool XmlTopoReader::add_nvlinks() {
         }
       }
     }
+    if (to_gpu) gpu_pair_xml[{p.node, remote}] = x;
   }
   // A GPU-to-GPU NVLink has one count and one generation both ways: when both GPUs describe it, they
   // must agree (the model's link and its reverse are mirrors; Topology::validate would otherwise refuse

@@ -68,6 +68,19 @@ std::string encode_events(const Event* events, size_t n);
 std::string encode_load(const LinkLoad& load);
 std::string encode_end(uint64_t sections, uint64_t events, uint64_t ops);
 
+// The largest rank (rank, send or receive peer) and route index that a stream of events names: what a
+// header replacing an earlier one must still describe (the reader refuses one that does not; the live
+// server does not send it).
+struct EventReach {
+  long long max_rank = -1;
+  long long max_route = -1;
+  void add(const Event* e, size_t n);
+  // "" when `nranks` ranks (0: unknown) cover every rank named, else what is left out ("nranks 2 leaves
+  // out rank 3, which earlier events name"); likewise for `nroutes` routes.
+  std::string ranks_left_out(int nranks) const;
+  std::string routes_left_out(size_t nroutes) const;
+};
+
 // What the reader keeps across sections.
 struct ReadState {
   uint64_t sections = 0;  // sections applied (the next one's index)
@@ -76,9 +89,8 @@ struct ReadState {
   uint64_t blocks = 0;    // EVTS blocks decoded
   bool complete = false;  // END read and its counts matched
   // What accepted events name, for a META or TOPO that replaces an earlier one (the events may have been
-  // drained from the trace by then): the largest rank (rank, send or receive peer) and route index.
-  long long max_rank = -1;
-  long long max_route = -1;
+  // drained from the trace by then).
+  EventReach reach;
 };
 
 // Applies one section's raw bytes to *t (index = st->sections). Unknown kinds are skipped. Validates

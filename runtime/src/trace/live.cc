@@ -73,7 +73,7 @@ struct LiveServer::Stream {
   uint64_t sections = 0, events = 0, ops = 0;
   int nranks = 0;        // what events are checked against (the decoder would reject others)
   size_t nroutes = 0;
-  long long max_rank = -1, max_route = -1;  // what the events sent so far name
+  codec::EventReach reach;  // what the events sent so far name
   bool warned_update = false;
   std::string meta, topo, chan;
 };
@@ -360,14 +360,8 @@ bool LiveServer::send_header(const Trace& h, Stream* s) {
   // An update may add ranks and routes, not take away any that events already sent name: the viewer's
   // decoder would refuse it (docs/trace-format.md, "Section order"). Such an update is not sent to
   // this viewer, which keeps the header it has.
-  std::string why;
-  if (h.meta.nranks > 0 && s->max_rank >= h.meta.nranks) {
-    why = "it has " + std::to_string(h.meta.nranks) + " ranks but events already sent name rank " +
-          std::to_string(s->max_rank);
-  } else if (s->max_route >= static_cast<long long>(h.routes.size())) {
-    why = "it has " + std::to_string(h.routes.size()) + " routes but events already sent use route " +
-          std::to_string(s->max_route);
-  }
+  std::string why = s->reach.ranks_left_out(h.meta.nranks);
+  if (why.empty()) why = s->reach.routes_left_out(h.routes.size());
   if (!why.empty()) {
     if (!s->warned_update) {
       std::fprintf(stderr, "cclab: warning: live stream %s: header update not sent to the viewer: %s\n",
@@ -426,10 +420,7 @@ bool LiveServer::send_events(const Event* e, size_t n, Stream* s) {
     e = ok.data();
     n = ok.size();
   }
-  for (size_t i = 0; i < n; ++i) {
-    s->max_rank = std::max<long long>(s->max_rank, std::max(e[i].rank, std::max(e[i].send_peer, e[i].recv_peer)));
-    s->max_route = std::max<long long>(s->max_route, e[i].route);
-  }
+  s->reach.add(e, n);
   for (size_t i = 0; i < n; i += kEventsPerBlock) {
     const size_t m = std::min(kEventsPerBlock, n - i);
     if (!send_bytes(codec::pack_section(SectionKind::kEvents, codec::encode_events(e + i, m), true))) return false;

@@ -487,8 +487,8 @@ bool TraceStreamDecoder::apply(uint32_t kind, const std::string& raw) {
   st.ops = ops_seen_;
   st.blocks = blocks_;
   st.complete = complete_;
-  st.max_rank = max_rank_;
-  st.max_route = max_route_;
+  st.reach.max_rank = max_rank_;
+  st.reach.max_route = max_route_;
   std::string err;
   if (!codec::apply_section(&trace_, &st, kind, raw, &err)) return fail(err);
   sections_ = st.sections;
@@ -496,8 +496,8 @@ bool TraceStreamDecoder::apply(uint32_t kind, const std::string& raw) {
   ops_seen_ = st.ops;
   blocks_ = st.blocks;
   complete_ = st.complete;
-  max_rank_ = st.max_rank;
-  max_route_ = st.max_route;
+  max_rank_ = st.reach.max_rank;
+  max_route_ = st.reach.max_route;
   return true;
 }
 

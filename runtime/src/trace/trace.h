@@ -244,7 +244,7 @@ class TraceStreamDecoder {
   bool header_seen_ = false, complete_ = false, failed_ = false;
   uint64_t sections_ = 0;
   uint64_t events_seen_ = 0, ops_seen_ = 0, blocks_ = 0;  // for END's check (trace_ may be drained)
-  long long max_rank_ = -1, max_route_ = -1;  // what accepted events name (codec::ReadState)
+  long long max_rank_ = -1, max_route_ = -1;  // what accepted events name (codec::EventReach)
   Trace trace_;
   std::string error_;
 };

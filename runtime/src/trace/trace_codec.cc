@@ -874,6 +874,23 @@ std::string check_channels(const Trace& t, const std::vector<Channel>& channels)
   return check_channels_ranks(t.meta.nranks, channels);
 }
 
+void EventReach::add(const Event* e, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    max_rank = std::max<long long>(max_rank, std::max(e[i].rank, std::max(e[i].send_peer, e[i].recv_peer)));
+    max_route = std::max<long long>(max_route, e[i].route);
+  }
+}
+
+std::string EventReach::ranks_left_out(int nranks) const {
+  if (nranks <= 0 || max_rank < nranks) return "";
+  return fmt("nranks %d leaves out rank %lld, which earlier events name", nranks, max_rank);
+}
+
+std::string EventReach::routes_left_out(size_t nroutes) const {
+  if (max_route < static_cast<long long>(nroutes)) return "";
+  return fmt("%zu routes leave out route %lld, which earlier events use", nroutes, max_route);
+}
+
 std::string check_op(const Op& op) {
   const int c = static_cast<int>(op.coll);
   if (c < 0 || c >= static_cast<int>(CollKind::kNumKinds)) return fmt("collective %d is out of range", c);
@@ -1043,8 +1060,7 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
         decode_meta(json::parse(raw), &m);
         why = check_meta(m);
         // A META that replaces an earlier one (a live header update) keeps every rank already named.
-        if (why.empty() && m.nranks > 0 && st->max_rank >= m.nranks)
-          why = fmt("nranks %d leaves out rank %lld, which earlier events name", m.nranks, st->max_rank);
+        if (why.empty()) why = st->reach.ranks_left_out(m.nranks);
         if (why.empty()) {
           why = check_topo_ranks(*t, m.nranks);
           if (why.empty()) why = check_channels_ranks(m.nranks, t->channels);
@@ -1060,8 +1076,7 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
         why = check_topo(tmp);
         // A TOPO that replaces an earlier one keeps every route the events use and every link the load
         // names.
-        if (why.empty() && st->max_route >= static_cast<long long>(tmp.routes.size()))
-          why = fmt("%zu routes leave out route %lld, which earlier events use", tmp.routes.size(), st->max_route);
+        if (why.empty()) why = st->reach.routes_left_out(tmp.routes.size());
         if (why.empty()) {
           why = check_load(tmp.links.size(), t->load);
           if (!why.empty()) why = "the earlier LOAD section does not fit it: " + why;
@@ -1094,11 +1109,7 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
       case SectionKind::kEvents: {
         const size_t before = t->events.size();
         if (!decode_events(t, st->blocks, raw, error)) return false;
-        for (size_t i = before; i < t->events.size(); ++i) {
-          const Event& e = t->events[i];
-          st->max_rank = std::max<long long>(st->max_rank, std::max(e.rank, std::max(e.send_peer, e.recv_peer)));
-          st->max_route = std::max<long long>(st->max_route, e.route);
-        }
+        st->reach.add(t->events.data() + before, t->events.size() - before);
         st->events += t->events.size() - before;
         ++st->blocks;
         break;
