@@ -33,10 +33,18 @@ struct alignas(128) ConnCounter {
 };
 
 // Shared header of one connection; the data slots follow it at kFifoDataOffset.
+//
+// The slice records (NCCL's connFifo[NCCL_STEPS].size, which its proxy reads): for a slice that starts
+// at step s and spans k slots, the sender writes sizes[s % NCCL_STEPS] = its bytes and
+// ends[s % NCCL_STEPS] = s + k before it posts tail. A record belongs to step s when ends > s; a slot
+// whose record is older (ends <= s) was skipped by the end-of-operation rounding to a chunk boundary.
+// So a proxy that sees tail move can cut what was posted into the slices the sender wrote, however
+// many it finds at once, without knowing the operation (runtime/src/transport_net.h).
 struct alignas(128) ConnFifoHeader {
   ConnCounter head;             // written by the receiver
   ConnCounter tail;             // written by the sender
-  int32_t sizes[kNcclSteps];    // bytes the sender put in each slot (for proxies and traces)
+  uint64_t ends[kNcclSteps];    // slice record: step after the slice that starts in this slot
+  int32_t sizes[kNcclSteps];    // slice record: bytes the sender put in the slice (wire bytes for LL/LL128)
   uint32_t ready;               // set (release) by the receiver once the memory is initialised
   uint32_t sender_attached;     // set by the sender once it has mapped the connection
 };

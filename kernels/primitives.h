@@ -310,9 +310,12 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
       }
       for (int j = 0; j < ns; ++j) {
         ConnInfo* c = sends_[j];
-        // One lane records the size (a remote store per warp otherwise); post's barrier and fence order it
-        // before the tail like the data.
-        if (exec_.lane() == 0) c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+        // One lane writes the slice record (remote stores per warp otherwise); post's barrier and fence
+        // order it before the tail like the data.
+        if (exec_.lane() == 0) {
+          c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+          c->hdr->ends[send_step[j] % kNcclSteps] = send_step[j] + kStepsPerSlice;
+        }
         exec_.wire(*c, n * sizeof(T));
         c->step = send_step[j] + kStepsPerSlice;
         exec_.post(&c->hdr->tail, c->step);

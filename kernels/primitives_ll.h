@@ -14,9 +14,9 @@
 //    one step, so the two ends stay in lockstep;
 //  - LL's flag cleaning: in a step where ll_needs_clean(step), the sender also rewrites every line of
 //    the step it did not fill;
-//  - hdr->sizes[] records the wire bytes of each step for proxies and traces (all the step's lines when
-//    it was cleaned, as NCCL's waitSend), but the receiver cannot check it: a line's flag, not a
-//    counter, says the data is there.
+//  - the slice record (fifo.h: hdr->sizes[], hdr->ends[]) gives the wire bytes of each step for proxies
+//    and traces (all the step's lines when it was cleaned, as NCCL's waitSend), but the receiver cannot
+//    check it: a line's flag, not a counter, says the data is there.
 // Exec needs, beside what primitives.h lists:
 //   template <class Ready> bool wait_flag(const Ready& ready, const WaitSite&,   poll ready() until true;
 //                                         const ConnCounter* bell, uint64_t n)  false once aborted; bell
@@ -299,9 +299,11 @@ class LinePrimitives : public PrimitivesBase<LinePrimitives<T, Proto, Exec>, T, 
         const uint64_t credit = need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0;
         if (!exec_.wait_ge(&sc->hdr->head, credit, w)) return abort_now();
         const bool clean = Proto::needs_clean(send_step[j]);
-        if (exec_.lane() == 0)  // one remote store, not one per warp
+        if (exec_.lane() == 0) {  // the slice record (fifo.h): one lane's remote stores, not one per warp
           sc->hdr->sizes[send_step[j] % kNcclSteps] =
               static_cast<int32_t>((clean ? static_cast<size_t>(step_lines) : nlines) * Proto::kLineBytes);
+          sc->hdr->ends[send_step[j] % kNcclSteps] = send_step[j] + 1;
+        }
         sl[j] = reinterpret_cast<Line*>(sc->slot(send_step[j]));
       }
       for (int i = 0; i < nr; ++i) {

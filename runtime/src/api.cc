@@ -331,7 +331,7 @@ CCLAB_ALIAS(ncclResult_t, ncclCommSplit, (ncclComm_t, int, int, ncclComm_t*, ncc
 extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclude, ncclComm_t* newcomm,
                                       ncclConfig_t* config, int flags) {
   const char* fn = "ncclCommShrink";
-  ncclResult_t r = check_comm_ready(comm, fn);
+  ncclResult_t r = check_comm_ready(comm, fn, flags == NCCL_SHRINK_ABORT);
   if (r != ncclSuccess) return r;
   if (!newcomm) return report_error(ncclInvalidArgument, "%s: newcomm is NULL", fn);
   SimIdleScope idle;

@@ -20,6 +20,7 @@
 #include "graph/algo_proto.h"
 #include "kernels/proto_ll.h"
 #include "enqueue.h"
+#include "transport_net.h"
 
 namespace cclab {
 ncclResult_t setup_topology(ncclComm_t comm);
@@ -41,7 +42,11 @@ std::unordered_set<ncclComm_t>& live_comms() {
   return *s;
 }
 
+// Ranks with the same value share a host (memory): P2P or SHM between them, NET otherwise. NCCL_HOSTID
+// overrides the host name, as in NCCL, e.g. to give processes of one machine a host each.
 uint64_t host_hash() {
+  const std::string id = param_str("NCCL_HOSTID", nullptr);
+  if (!id.empty()) return fnv1a(id.data(), id.size());
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   return fnv1a(host, strlen(host));
@@ -71,26 +76,58 @@ std::string conn_name(ncclComm_t comm, char kind, int c, int from, int to) {
          std::to_string(to);
 }
 
+// NCCL's order: P2P within a process, SHM within a host, NET otherwise (and wherever the first two are
+// disabled). Simulated ranks share the simulator's process and never use NET.
 ncclResult_t pick_transport(ncclComm_t comm, int peer, TransportKind* kind) {
   const PeerInfo& me = comm->peers[comm->rank];
   const PeerInfo& p = comm->peers[peer];
-  if (me.proc_hash == p.proc_hash && !param_int("NCCL_P2P_DISABLE", 0)) {
+  const bool same_proc = me.proc_hash == p.proc_hash, same_host = me.host_hash == p.host_hash;
+  if (same_proc && !param_int("NCCL_P2P_DISABLE", 0)) {
     *kind = TransportKind::kP2p;
     return ncclSuccess;
   }
-  if (me.host_hash == p.host_hash) {
-    if (param_int("NCCL_SHM_DISABLE", 0) && me.proc_hash != p.proc_hash)
-      return report_error(ncclInvalidUsage,
-                          "no transport between rank %d and rank %d: they are different processes on one host and "
-                          "NCCL_SHM_DISABLE=1 (network transports come with a later version of cclab)",
-                          comm->rank, peer);
+  if (same_host && (!param_int("NCCL_SHM_DISABLE", 0) || comm->sim)) {
     *kind = TransportKind::kShm;
     return ncclSuccess;
   }
-  return report_error(ncclInvalidUsage,
-                      "no transport between rank %d and rank %d: they are on different hosts, and this version of "
-                      "cclab's host backend connects ranks of one host only (P2P, SHM)",
-                      comm->rank, peer);
+  if (comm->cuda)
+    return report_error(ncclInvalidUsage,
+                        "no transport between rank %d and rank %d: %s, and the CUDA backend has no network transport "
+                        "yet (NET runs on the host backend)",
+                        comm->rank, peer,
+                        same_host ? "NCCL_SHM_DISABLE=1 rules out host memory between them" : "they are on different hosts");
+  *kind = TransportKind::kNet;
+  return ncclSuccess;
+}
+
+// A NET connection's description for transport_net.cc: `kind` as conn_name's, the data going from
+// `from` to `to`.
+NetConnSpec net_spec(ncclComm_t comm, char kind, int c, int from, int to, int buff_bytes) {
+  static const char kKinds[] = "pLMr";
+  NetConnSpec s;
+  const int peer = from == comm->rank ? to : from;
+  s.bootstrap = comm->bootstrap.get();
+  s.rank = comm->rank;
+  s.peer = peer;
+  s.channel = kind == 'p' ? 0 : c;
+  s.tag = 0x4e450000 + static_cast<int>(strchr(kKinds, kind) - kKinds) * 64 + c;  // c < 64 channels
+  const std::string name = conn_name(comm, kind, c, from, to);
+  s.conn_id = fnv1a(name.data(), name.size());
+  s.payload = kind == 'L' ? NetPayload::kLL : kind == 'M' ? NetPayload::kLL128 : NetPayload::kSimple;
+  s.what = kind == 'p' ? std::string("point-to-point") : "channel " + std::to_string(c) + " " +
+                                                             (kind == 'L' ? "LL" : kind == 'M' ? "LL128" : "Simple");
+  s.fifo_bytes = fifo_total_bytes(buff_bytes);
+  s.step_bytes = buff_bytes / kNcclSteps;
+  s.abort_flag = &comm->abort_flag;
+  s.timeout_s = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
+  // A connection that breaks under a live communicator (the peer died or aborted) ends its waits: the
+  // first error is what ncclCommGetAsyncError and the failed calls report.
+  s.on_error = [comm](ncclResult_t r, const std::string& msg) {
+    set_async_error(comm, r, msg);
+    comm->lost_peer.store(true);
+    comm->abort_flag.store(1);
+  };
+  return s;
 }
 
 // Points the connection's view at its (created or opened) memory: header first, then the slots.
@@ -108,8 +145,11 @@ ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
   if (comm->cuda) return cuda_connect_recv(comm, conn, conn->kind, conn_name(comm, kind, c, peer, comm->rank), peer, buff_bytes);
-  r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(buff_bytes),
-                     &conn->seg);
+  if (conn->kind == TransportKind::kNet)
+    r = net_connect_recv(net_spec(comm, kind, c, peer, comm->rank, buff_bytes), &conn->seg);
+  else
+    r = segment_create(conn->kind, conn_name(comm, kind, c, peer, comm->rank), fifo_total_bytes(buff_bytes),
+                       &conn->seg);
   if (r != ncclSuccess) return r;
   attach(comm, conn, peer, buff_bytes);
   return ncclSuccess;
@@ -121,6 +161,8 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
   if (comm->cuda)
     r = cuda_connect_send(comm, conn, conn->kind, conn_name(comm, kind, c, comm->rank, peer), peer, buff_bytes, timeout);
+  else if (conn->kind == TransportKind::kNet)
+    r = net_connect_send(net_spec(comm, kind, c, comm->rank, peer, buff_bytes), &conn->seg);
   else
     r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
                      &comm->abort_flag, timeout, &conn->seg);
@@ -155,6 +197,10 @@ struct SharedParams {
 };
 
 ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
+  if (!comm->sim) {  // the simulator models its networks; NCCL_NET is about real ones
+    const ncclResult_t r = net_check_params();
+    if (r != ncclSuccess) return r;
+  }
   int64_t buff = param_int("NCCL_BUFFSIZE", 4 << 20);
   if (buff < kNcclSteps * 4096 || buff > (1ll << 30) || buff % (kNcclSteps * 512) != 0)
     return report_error(ncclInvalidArgument,
@@ -369,7 +415,7 @@ ncclResult_t check_comm(ncclComm_t comm, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn) {
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool after_lost_peer) {
   ncclResult_t r = check_comm(comm, fn);
   if (r != ncclSuccess) return r;
   int st = comm->init_state.load();
@@ -380,6 +426,14 @@ ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn) {
     return report_error(ncclInvalidUsage, "%s: comm %p failed to initialise: %s", fn, static_cast<void*>(comm),
                         ncclGetErrorString(static_cast<ncclResult_t>(st)));
   if (comm->finalized) return report_error(ncclInvalidUsage, "%s: comm %p was finalized", fn, static_cast<void*>(comm));
+  if (comm->abort_flag.load() && comm->lost_peer.load()) {
+    if (after_lost_peer) return ncclSuccess;
+    std::lock_guard<std::mutex> lk(comm->error_mu);
+    return report_error(static_cast<ncclResult_t>(comm->async_error.load()),
+                        "%s: comm %p lost a peer and was stopped (%s); destroy it, or make a communicator of the other "
+                        "ranks with ncclCommShrink(..., NCCL_SHRINK_ABORT)",
+                        fn, static_cast<void*>(comm), comm->async_message.c_str());
+  }
   if (comm->abort_flag.load())
     return report_error(ncclInvalidUsage, "%s: comm %p was aborted", fn, static_cast<void*>(comm));
   return ncclSuccess;
@@ -530,6 +584,15 @@ void comm_free(ncclComm_t comm) {
   if (comm->init_thread.joinable()) comm->init_thread.join();
   comm->internal_stream.reset();
   comm->lanes.reset();
+  // NET proxies before the rest: they report to the communicator until they are stopped.
+  auto stop_net = [](Conn& c) {
+    if (c.kind == TransportKind::kNet) c.seg.reset();
+  };
+  for (Channel& ch : comm->channels)
+    for (auto& pc : ch.peers)
+      for (int q = 0; q < kNumProtocols; ++q) stop_net(pc.second.send[q]), stop_net(pc.second.recv[q]);
+  for (auto& pc : comm->p2p_send) stop_net(pc.second);
+  for (auto& pc : comm->p2p_recv) stop_net(pc.second);
   comm->magic = 0;
   delete comm;
 }

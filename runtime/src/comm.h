@@ -106,6 +106,7 @@ struct ncclComm {
   std::atomic<int> connected_channels[2][cclab::kNumProtocols] = {};  // [ring, tree][proto]: channels connected
   std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
   std::atomic<int> abort_flag{0};
+  std::atomic<bool> lost_peer{false};  // a NET connection broke and raised abort_flag (transport_net.h)
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<int> init_state{ncclSuccess};  // ncclInProgress while a non-blocking init runs
   std::mutex error_mu;
@@ -134,8 +135,10 @@ constexpr uint64_t kCommMagic = 0x63636c6162636f6dull;  // "cclabcom"
 
 // Checks that `comm` is a live communicator (not destroyed, not garbage); names `fn` in the error.
 ncclResult_t check_comm(ncclComm_t comm, const char* fn);
-// ... and that its (possibly non-blocking) init has finished successfully.
-ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn);
+// ... and that its (possibly non-blocking) init has finished successfully and it was not aborted.
+// `after_lost_peer`: a communicator stopped because a connection broke passes (ncclCommShrink with
+// NCCL_SHRINK_ABORT, which exists to get past that).
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool after_lost_peer = false);
 
 // Topology detection's GPUs for the host of `rank` (comm_topo.cc): the bus ids and compute capabilities
 // of the ranks on that host, in rank order (empty when ranks carry no bus id: the host backend). Returns

@@ -32,6 +32,11 @@ void counter_post(ConnCounter* c, uint64_t value) {
   if (__atomic_load_n(&c->waiters, __ATOMIC_SEQ_CST) != 0) futex(&c->seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+void counter_wake(ConnCounter* c) {
+  __atomic_add_fetch(&c->seq, 1u, __ATOMIC_SEQ_CST);
+  futex(&c->seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
 void counter_sleep(ConnCounter* c, uint64_t target, int64_t timeout_us) {
   const uint32_t seq = __atomic_load_n(&c->seq, __ATOMIC_SEQ_CST);
   __atomic_add_fetch(&c->waiters, 1u, __ATOMIC_SEQ_CST);

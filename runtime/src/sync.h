@@ -18,6 +18,9 @@ void counter_post(ConnCounter* c, uint64_t value);
 // Sleeps until c->value >= target or `timeout_us` passes (returns on either; caller re-checks).
 void counter_sleep(ConnCounter* c, uint64_t target, int64_t timeout_us);
 
+// Wakes whoever sleeps on the counter without changing its value (a sleeper re-checks why it waits).
+void counter_wake(ConnCounter* c);
+
 // Monotonic clock in microseconds since the process started.
 double now_us();
 

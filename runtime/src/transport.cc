@@ -139,7 +139,9 @@ ncclResult_t shm_open_wait(const std::string& name, size_t bytes, const std::ato
 
 }  // namespace
 
-const char* transport_name(TransportKind k) { return k == TransportKind::kP2p ? "P2P/direct pointer" : "SHM"; }
+const char* transport_name(TransportKind k) {
+  return k == TransportKind::kP2p ? "P2P/direct pointer" : k == TransportKind::kShm ? "SHM" : "NET/Socket/0";
+}
 
 ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out) {
   if (kind == TransportKind::kShm) return shm_create(name, bytes, out);

@@ -5,8 +5,11 @@
 //   SHM (same host, another process): the receiver creates a POSIX shared-memory object named after
 //       the connection; the sender opens and maps it, then unlinks the name (the mapping stays), so
 //       a crash leaves nothing behind in /dev/shm.
-// Names are unique per communicator and connection, and both ends compute them, so no handle needs
-// exchanging. The receiving side always creates: a sender only ever writes into memory its peer owns.
+//   NET (another host, or P2P and SHM disabled): transport_net.h - a FIFO at each end and a proxy
+//       thread per end moving the slices over a TCP socket.
+// Names are unique per communicator and connection, and both ends compute them, so P2P and SHM need no
+// handle exchanged. The receiving side always creates: a sender only ever writes into memory its peer
+// owns (or, over NET, into its own FIFO, which its proxy empties).
 #pragma once
 
 #include <atomic>
@@ -17,7 +20,7 @@
 
 namespace cclab {
 
-enum class TransportKind : int { kP2p = 0, kShm = 1 };
+enum class TransportKind : int { kP2p = 0, kShm = 1, kNet = 2 };
 const char* transport_name(TransportKind k);
 
 class Segment {
