@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -122,8 +123,19 @@ int run_parent(const PerfOptions& options, char** argv) {
   base.push_back(nprocs_env);
   std::vector<std::vector<std::string>> envs(options.nprocs, base);
   std::vector<std::vector<char*>> envps(options.nprocs);
+  // --hosts H: process p plays host p * H / nprocs, named after this host, so the processes of one
+  // "host" share memory (SHM) and NET/Socket joins the hosts, as on a cluster.
+  char hostname[256] = "cclab";
+  gethostname(hostname, sizeof hostname - 1);
+  hostname[sizeof hostname - 1] = '\0';
   for (int p = 0; p < options.nprocs; ++p) {
     envs[p].push_back(std::string(kPerfProcEnv) + "=" + std::to_string(p));
+    if (options.hosts > 0) {
+      auto& e = envs[p];
+      e.erase(std::remove_if(e.begin(), e.end(), [](const std::string& v) { return v.rfind("NCCL_HOSTID=", 0) == 0; }),
+              e.end());
+      e.push_back(std::string("NCCL_HOSTID=") + hostname + "-host" + std::to_string(p * options.hosts / options.nprocs));
+    }
     for (auto& entry : envs[p]) envps[p].push_back(entry.data());
     envps[p].push_back(nullptr);
   }

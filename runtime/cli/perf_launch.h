@@ -3,7 +3,8 @@
 //   plain          one process, all ranks are its threads
 //   --nprocs N     this process gets a unique id, then fork+execs itself N times (clean processes, same
 //                  arguments) passing the id in CCLAB_PERF_UNIQUE_ID (hex) and the process index in
-//                  CCLAB_PERF_PROC; it waits for them and fails if any of them fails
+//                  CCLAB_PERF_PROC; it waits for them and fails if any of them fails. With --hosts H
+//                  each child also gets NCCL_HOSTID=<host>-hostK, K = process * H / N
 //   mpirun         (OMPI_COMM_WORLD_* or PMI_* in the environment; needs a build with MPI) MPI rank 0
 //                  gets the unique id and MPI_Bcast's it; MPI is used for nothing else
 #pragma once

@@ -241,6 +241,8 @@ std::string perf_usage() {
          "                           call returns when done (default 0)\n"
          "  -a, --average 0|1|2|3    time reported across ranks: rank 0, mean, min, max (default 1)\n"
          "      --nprocs N           spawn N processes of this tool, each with nthreads x ngpus ranks\n"
+         "      --hosts H            with --nprocs: the processes play H hosts (NCCL_HOSTID), H blocks\n"
+         "                           of consecutive processes; NET/Socket joins the hosts (docs/net.md)\n"
          "  -h, --help               this text\n"
          "\n"
          "Under mpirun (with MPI support built in) every MPI process contributes its ranks.\n"
@@ -257,7 +259,7 @@ PerfParse parse_perf_options(const std::vector<std::string>& args) {
   app.allow_extras();   // unknown flags are reported below, by name
   bool help = false;
   std::string coll, minb, maxb, stepb, factor, iters, warmup, agg, check, op, dtype, root, threads, gpus, blocking,
-      average, nprocs;
+      average, nprocs, hosts;
   app.add_flag("-h,--help", help);
   app.add_option("collective", coll);
   app.add_option("-b,--minbytes", minb);
@@ -276,6 +278,7 @@ PerfParse parse_perf_options(const std::vector<std::string>& args) {
   app.add_option("-z,--blocking", blocking);
   app.add_option("-a,--average", average);
   app.add_option("--nprocs", nprocs);
+  app.add_option("--hosts", hosts);
 
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
@@ -323,6 +326,7 @@ PerfParse parse_perf_options(const std::vector<std::string>& args) {
     if (!blocking.empty()) o.blocking = static_cast<int>(parse_int(blocking, "-z/--blocking", 0, 1));
     if (!average.empty()) o.average = static_cast<int>(parse_int(average, "-a/--average", 0, 3));
     if (!nprocs.empty()) o.nprocs = static_cast<int>(parse_int(nprocs, "--nprocs", 1, 1024));
+    if (!hosts.empty()) o.hosts = static_cast<int>(parse_int(hosts, "--hosts", 1, 1024));
   } catch (const std::invalid_argument& e) {
     result.message = std::string("cclab perf: ") + e.what();
     return result;
@@ -357,6 +361,16 @@ PerfParse parse_perf_options(const std::vector<std::string>& args) {
   if (o.min_bytes > o.max_bytes) {
     result.message = "cclab perf: invalid sizes: -b/--minbytes " + std::to_string(o.min_bytes) +
                      " is larger than -e/--maxbytes " + std::to_string(o.max_bytes);
+    return result;
+  }
+  if (o.hosts > 0 && o.nprocs == 0) {
+    result.message = "cclab perf: --hosts splits the processes of --nprocs; give --nprocs too (under mpirun, give "
+                     "each process its NCCL_HOSTID instead)";
+    return result;
+  }
+  if (o.hosts > o.nprocs) {
+    result.message = "cclab perf: --hosts " + std::to_string(o.hosts) + " is more than --nprocs " +
+                     std::to_string(o.nprocs) + ": a host needs a process";
     return result;
   }
   // A sweep that cannot advance would never end (nccl-tests loops forever here).

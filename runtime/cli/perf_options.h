@@ -56,6 +56,8 @@ struct PerfOptions {
   int blocking = 0;                                // -z: 0 host stream + synchronize, 1 NULL stream (blocking calls)
   int average = 1;                                 // -a: 0 rank 0's time, 1 mean, 2 min, 3 max over ranks
   int nprocs = 0;                                  // --nprocs: processes the tool spawns itself (0: none)
+  int hosts = 0;                                   // --hosts: --nprocs processes split over this many
+                                                   // NCCL_HOSTID "hosts" (NET/Socket between them; 0: one)
 
   // Ranks this process contributes: nccl-tests' threads x GPUs, each one a thread in cclab.
   int ranks_per_process() const { return threads * gpus; }

@@ -173,6 +173,30 @@ TEST(PerfCli, ProcessesSpawnedWithNprocs) {
   EXPECT_EQ(rows_of(r.output).size(), 4u);
 }
 
+// --hosts 2: 4 processes as 2 hosts of 2, so each ring connection inside a host is SHM and each one
+// between the hosts NET/Socket (docs/net.md); every value still right.
+TEST(PerfCli, ProcessesSplitOverHostsConnectOverNet) {
+  const RunResult r = run("perf all_reduce -b 1K -e 1M -f 32 --nprocs 4 --hosts 2",
+                          "NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+  int shm = 0, net = 0;
+  for (const auto& l : lines_of(r.output)) {
+    int me = -1, peer = -1;
+    const size_t at = l.find("Channel ");
+    if (at == std::string::npos || sscanf(l.c_str() + at, "Channel %*d/%*d : %d[%*d] -> %d[%*d]", &me, &peer) != 2) continue;
+    const bool same_host = me / 2 == peer / 2;
+    const bool via_net = l.find("via NET/Socket/0") != std::string::npos;
+    EXPECT_EQ(via_net, !same_host) << l;
+    ++(via_net ? net : shm);
+  }
+  EXPECT_GT(shm, 0) << r.output;
+  EXPECT_GT(net, 0) << r.output;
+  // The log prefix names each process's host (NCCL_HOSTID).
+  EXPECT_NE(r.output.find("-host0:"), std::string::npos);
+  EXPECT_NE(r.output.find("-host1:"), std::string::npos);
+}
+
 #ifdef CCLAB_FAULT_SHIM
 TEST(PerfCli, WrongResultsAreReportedAndFail) {
   const RunResult r =

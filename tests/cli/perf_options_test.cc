@@ -42,12 +42,14 @@ TEST(PerfOptions, DefaultsMatchNcclTests) {
   EXPECT_EQ(o.blocking, 0);
   EXPECT_EQ(o.average, 1);
   EXPECT_EQ(o.nprocs, 0);
+  EXPECT_EQ(o.hosts, 0);
 }
 
 TEST(PerfOptions, EveryFlag) {
   const PerfParse p = parse({"reduce", "-b", "8",  "-e", "128M", "-i", "4K", "-f",  "2",  "-n",       "5",
                              "-w",     "3",  "-m", "4",  "-c",   "0",  "-o", "max", "-d", "bfloat16", "-r",
-                             "3",      "-t", "2",  "-g", "4",    "-z", "1",  "-a",  "3",  "--nprocs", "2"});
+                             "3",      "-t", "2",  "-g", "4",    "-z", "1",  "-a",  "3",  "--nprocs", "2",
+                             "--hosts", "2"});
   ASSERT_TRUE(p.ok) << p.message;
   const PerfOptions& o = p.options;
   EXPECT_EQ(o.collective, PerfCollective::kReduce);
@@ -66,6 +68,7 @@ TEST(PerfOptions, EveryFlag) {
   EXPECT_EQ(o.blocking, 1);
   EXPECT_EQ(o.average, 3);
   EXPECT_EQ(o.nprocs, 2);
+  EXPECT_EQ(o.hosts, 2);
 }
 
 TEST(PerfOptions, LongFlagsAttachedValuesAndAnyOrder) {
@@ -113,6 +116,9 @@ TEST(PerfOptions, ErrorsNameTheFlagAndTheValue) {
   expect_error({"all_reduce", "-a", "4"}, {"-a/--average"});
   expect_error({"all_reduce", "-g", "0"}, {"-g/--ngpus"});
   expect_error({"all_reduce", "--nprocs", "0"}, {"--nprocs"});
+  expect_error({"all_reduce", "--hosts", "2"}, {"--hosts", "--nprocs", "NCCL_HOSTID"});
+  expect_error({"all_reduce", "--hosts", "3", "--nprocs", "2"}, {"--hosts 3", "--nprocs 2"});
+  expect_error({"all_reduce", "--hosts", "0", "--nprocs", "2"}, {"--hosts"});
   expect_error({"all_reduce", "-Q", "3"}, {"unknown flag '-Q'"});
   expect_error({"all_reduce", "extra"}, {"unexpected argument 'extra'"});
   expect_error({}, {"missing COLLECTIVE"});
