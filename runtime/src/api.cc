@@ -282,6 +282,7 @@ extern "C" ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
   comm->abort_flag.store(1);
   if (comm->cuda) cuda_abort(comm);
   comm_drain(comm);
+  net_stop_all(comm);  // its NET connections close now, so peers waiting on this rank learn of it
   return ncclSuccess;
 }
 CCLAB_ALIAS(ncclResult_t, ncclCommRevoke, (ncclComm_t, int))
@@ -354,9 +355,19 @@ extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclu
     return report_error(ncclInvalidArgument, "%s: rank %d is in excludeRanksList; excluded ranks must not call it", fn,
                         comm->rank);
   if (flags == NCCL_SHRINK_ABORT) {
-    // Operations stuck on a dead rank end now; the flag is lowered again for the bootstrap below.
+    // Operations stuck on a dead rank end now; the flag is lowered again for the bootstrap below. NET
+    // connections close first (their proxies stop while the flag is up): a survivor still waiting on
+    // this rank then learns of the shrink, and a late proxy cannot raise the flag again meanwhile.
     comm->abort_flag.store(1);
     comm_drain(comm);
+    if (net_stop_all(comm)) {
+      std::lock_guard<std::mutex> lk(comm->error_mu);
+      if (!comm->stopped.load()) {
+        comm->stop_code = ncclInvalidUsage;
+        comm->stop_message = "ncclCommShrink(NCCL_SHRINK_ABORT) closed its network connections";
+      }
+      comm->stopped.store(true);
+    }
     comm->abort_flag.store(0);
   }
   std::vector<int> survivors;

@@ -124,7 +124,14 @@ NetConnSpec net_spec(ncclComm_t comm, char kind, int c, int from, int to, int bu
   // first error is what ncclCommGetAsyncError and the failed calls report.
   s.on_error = [comm](ncclResult_t r, const std::string& msg) {
     set_async_error(comm, r, msg);
-    comm->lost_peer.store(true);
+    {
+      std::lock_guard<std::mutex> lk(comm->error_mu);
+      if (!comm->stopped.load()) {
+        comm->stop_code = r;
+        comm->stop_message = msg;
+      }
+      comm->stopped.store(true);
+    }
     comm->abort_flag.store(1);
   };
   return s;
@@ -415,7 +422,7 @@ ncclResult_t check_comm(ncclComm_t comm, const char* fn) {
   return ncclSuccess;
 }
 
-ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool after_lost_peer) {
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool stopped_ok) {
   ncclResult_t r = check_comm(comm, fn);
   if (r != ncclSuccess) return r;
   int st = comm->init_state.load();
@@ -426,13 +433,13 @@ ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool after_lost_p
     return report_error(ncclInvalidUsage, "%s: comm %p failed to initialise: %s", fn, static_cast<void*>(comm),
                         ncclGetErrorString(static_cast<ncclResult_t>(st)));
   if (comm->finalized) return report_error(ncclInvalidUsage, "%s: comm %p was finalized", fn, static_cast<void*>(comm));
-  if (comm->abort_flag.load() && comm->lost_peer.load()) {
-    if (after_lost_peer) return ncclSuccess;
+  if (comm->stopped.load()) {
+    if (stopped_ok) return ncclSuccess;
     std::lock_guard<std::mutex> lk(comm->error_mu);
-    return report_error(static_cast<ncclResult_t>(comm->async_error.load()),
-                        "%s: comm %p lost a peer and was stopped (%s); destroy it, or make a communicator of the other "
-                        "ranks with ncclCommShrink(..., NCCL_SHRINK_ABORT)",
-                        fn, static_cast<void*>(comm), comm->async_message.c_str());
+    return report_error(comm->stop_code,
+                        "%s: comm %p was stopped: %s; destroy it, or make a communicator of the ranks left with "
+                        "ncclCommShrink(..., NCCL_SHRINK_ABORT)",
+                        fn, static_cast<void*>(comm), comm->stop_message.c_str());
   }
   if (comm->abort_flag.load())
     return report_error(ncclInvalidUsage, "%s: comm %p was aborted", fn, static_cast<void*>(comm));
@@ -573,6 +580,21 @@ ncclResult_t comm_init(ncclComm_t* out, int nranks, const ncclUniqueId& id, int 
   return ncclInProgress;
 }
 
+bool net_stop_all(ncclComm_t comm) {
+  std::vector<Segment*> ends;
+  auto add = [&](Conn& c) {
+    if (c.kind == TransportKind::kNet && c.seg) ends.push_back(c.seg.get());
+  };
+  for (Channel& ch : comm->channels)
+    for (auto& pc : ch.peers)
+      for (int q = 0; q < kNumProtocols; ++q) add(pc.second.send[q]), add(pc.second.recv[q]);
+  for (auto& pc : comm->p2p_send) add(pc.second);
+  for (auto& pc : comm->p2p_recv) add(pc.second);
+  for (Segment* e : ends) e->stop(false);
+  for (Segment* e : ends) e->stop(true);
+  return !ends.empty();
+}
+
 void comm_free(ncclComm_t comm) {
   if (comm->cuda) cuda_detach(comm);
   if (comm->sim) sim_detach(comm);
@@ -584,15 +606,9 @@ void comm_free(ncclComm_t comm) {
   if (comm->init_thread.joinable()) comm->init_thread.join();
   comm->internal_stream.reset();
   comm->lanes.reset();
-  // NET proxies before the rest: they report to the communicator until they are stopped.
-  auto stop_net = [](Conn& c) {
-    if (c.kind == TransportKind::kNet) c.seg.reset();
-  };
-  for (Channel& ch : comm->channels)
-    for (auto& pc : ch.peers)
-      for (int q = 0; q < kNumProtocols; ++q) stop_net(pc.second.send[q]), stop_net(pc.second.recv[q]);
-  for (auto& pc : comm->p2p_send) stop_net(pc.second);
-  for (auto& pc : comm->p2p_recv) stop_net(pc.second);
+  // NET proxies before the rest: they report to the communicator until they are stopped. All are asked
+  // at once, so their drains (send proxies send what was posted) overlap.
+  net_stop_all(comm);
   comm->magic = 0;
   delete comm;
 }

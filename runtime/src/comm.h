@@ -106,7 +106,11 @@ struct ncclComm {
   std::atomic<int> connected_channels[2][cclab::kNumProtocols] = {};  // [ring, tree][proto]: channels connected
   std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
   std::atomic<int> abort_flag{0};
-  std::atomic<bool> lost_peer{false};  // a NET connection broke and raised abort_flag (transport_net.h)
+  // Its NET connections are closed for good: one broke (the peer was lost; that raised abort_flag too),
+  // or ncclCommShrink(NCCL_SHRINK_ABORT) closed them. New work is refused with stop_message.
+  std::atomic<bool> stopped{false};
+  ncclResult_t stop_code = ncclSuccess;  // under error_mu: what new work is refused with (as NCCL, the
+  std::string stop_message;              // error that stopped it) and why
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<int> init_state{ncclSuccess};  // ncclInProgress while a non-blocking init runs
   std::mutex error_mu;
@@ -135,10 +139,14 @@ constexpr uint64_t kCommMagic = 0x63636c6162636f6dull;  // "cclabcom"
 
 // Checks that `comm` is a live communicator (not destroyed, not garbage); names `fn` in the error.
 ncclResult_t check_comm(ncclComm_t comm, const char* fn);
-// ... and that its (possibly non-blocking) init has finished successfully and it was not aborted.
-// `after_lost_peer`: a communicator stopped because a connection broke passes (ncclCommShrink with
-// NCCL_SHRINK_ABORT, which exists to get past that).
-ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool after_lost_peer = false);
+// ... and that its (possibly non-blocking) init has finished successfully and it was neither aborted
+// nor stopped. `stopped_ok`: a stopped communicator passes (ncclCommShrink with NCCL_SHRINK_ABORT,
+// which exists to get past a lost peer).
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool stopped_ok = false);
+
+// Stops the proxies of the communicator's NET connections (all asked at once, then joined) and says
+// whether it had any. With the abort flag raised they stop at once and close their sockets.
+bool net_stop_all(ncclComm_t comm);
 
 // Topology detection's GPUs for the host of `rank` (comm_topo.cc): the bus ids and compute capabilities
 // of the ranks on that host, in rank order (empty when ranks carry no bus id: the host backend). Returns

@@ -28,6 +28,10 @@ class Segment {
   virtual ~Segment() = default;
   void* base() const { return base_; }
   size_t size() const { return size_; }
+  // Stops what runs on behalf of the connection (NET's proxy thread), without freeing the memory:
+  // `wait` false only asks (several can then stop at once), true also waits until it has stopped.
+  // Nothing to do for memory alone.
+  virtual void stop(bool wait) { (void)wait; }
 
  protected:
   void* base_ = nullptr;

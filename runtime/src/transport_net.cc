@@ -3,6 +3,8 @@
 #include "transport_net.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <strings.h>
 #include <sys/eventfd.h>
@@ -22,6 +24,7 @@
 #include "host_exec.h"
 #include "kernels/fifo.h"
 #include "kernels/proto_ll.h"
+#include "kernels/protocols.h"
 #include "sync.h"
 
 namespace cclab {
@@ -57,6 +60,20 @@ struct SliceHeader {
 };
 static_assert(sizeof(SliceHeader) == 16, "the slice header is 16 bytes on the wire");
 
+// A send proxy returns the credits of the steps the end-of-operation rounding skipped only once it
+// meets the next slice (it cannot tell a skipped step from one not written yet). That never holds
+// the sender up while the steps skipped (at most kChunkSteps - 1) and the next slice fit in the FIFO
+// together: its wait for credits then needs none of them.
+template <typename Proto>
+constexpr bool skipped_credits_not_needed() {
+  return Proto::kChunkSteps - 1 + Proto::kStepPerSlice <= kNcclSteps;
+}
+static_assert(skipped_credits_not_needed<ProtoSimpleRing>() && skipped_credits_not_needed<ProtoSimpleOne>() &&
+                  skipped_credits_not_needed<ProtoLL>() && skipped_credits_not_needed<ProtoLL128>(),
+              "a protocol's chunk must not need the credits of the steps its rounding skips (see above)");
+
+constexpr double kHelloTimeoutS = 10;  // a connection on the listener must introduce itself within this
+
 // The interface NET listens on, chosen once per process.
 struct NetState {
   std::once_flag once;
@@ -91,7 +108,15 @@ Io move_bytes(int fd, bool sending, char* p, size_t n, int wake, const Quit& qui
     if (k < 0 && errno == EINTR) continue;
     if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
       *err = errno;
-      return errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN ? Io::kClosed : Io::kError;
+      // The peer or the way to it is gone (closed, reset, keepalive or retransmission timed out,
+      // unreachable): the other side's failure. Anything else is this host's.
+      switch (errno) {
+        case EPIPE: case ECONNRESET: case ENOTCONN: case ECONNABORTED: case ETIMEDOUT: case EHOSTUNREACH:
+        case ENETUNREACH: case EHOSTDOWN:
+          return Io::kClosed;
+        default:
+          return Io::kError;
+      }
     }
     if (quit()) return Io::kQuit;
     pollfd pfd[2] = {{fd, static_cast<short>(sending ? POLLOUT : POLLIN), 0}, {wake, POLLIN, 0}};
@@ -114,6 +139,20 @@ bool wait_counter(ConnCounter* c, uint64_t target, const Quit& quit) {
   return true;
 }
 
+// A peer host that vanishes (powered off, unplugged) closes nothing: without these a receive proxy
+// would wait for it forever. Keepalive probes find an idle connection dead after 30 + 3 x 10 s; a
+// connection with data unacknowledged for 60 s is dropped (TCP_USER_TIMEOUT). Either way the proxy
+// then sees ETIMEDOUT and reports the peer lost.
+void set_keepalive(int fd) {
+  int one = 1, idle = 30, intvl = 10, cnt = 3;
+  unsigned user_timeout_ms = 60000;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+}
+
 // One end of a NET connection: its FIFO (this rank's memory) and its proxy thread. Destroying it
 // stops the proxy (a send proxy first sends what its executor posted, for up to CCLAB_TIMEOUT or
 // 30 s) and frees the FIFO.
@@ -126,19 +165,25 @@ class NetEnd : public Segment {
     wake_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   }
   ~NetEnd() override {
-    stop_.store(1);
-    if (wake_ >= 0) {
-      const uint64_t one = 1;
-      ssize_t ignored = ::write(wake_, &one, sizeof one);
-      (void)ignored;
-    }
-    if (base_) {  // a proxy asleep on a counter
-      counter_wake(&hdr()->tail);
-      counter_wake(&hdr()->head);
-    }
-    if (thread_.joinable()) thread_.join();
+    stop(true);
     if (wake_ >= 0) ::close(wake_);
     free(base_);
+  }
+  // Asks the proxy to stop (a send proxy first sends what was posted; see send_main) and, with
+  // `wait`, joins it. The FIFO stays.
+  void stop(bool wait) override {
+    if (!stop_.exchange(1)) {
+      if (wake_ >= 0) {
+        const uint64_t one = 1;
+        ssize_t ignored = ::write(wake_, &one, sizeof one);
+        (void)ignored;
+      }
+      if (base_) {  // a proxy asleep on a counter
+        counter_wake(&hdr()->tail);
+        counter_wake(&hdr()->head);
+      }
+    }
+    if (wait && thread_.joinable()) thread_.join();
   }
   bool ok() const { return base_ != nullptr && wake_ >= 0; }
   int line_bytes() const { return spec_.payload == NetPayload::kLL ? kLLLineBytes : kLL128LineBytes; }
@@ -172,7 +217,9 @@ class NetEnd : public Segment {
   // broke) closes its connection now rather than when the communicator is freed: the peer's proxy
   // then reports the loss, so its rank fails instead of waiting for data this one will never send.
   void on_exit() {
-    if (aborted() && sock_.valid()) ::shutdown(sock_.fd(), SHUT_RDWR);
+    if (!aborted()) return;
+    if (sock_.valid()) ::shutdown(sock_.fd(), SHUT_RDWR);
+    listener_.close();  // a sender that connects later finds nobody instead of a backlog nobody reads
   }
 
   // "rank 2's NET connection from rank 5 (channel 1, Simple)"
@@ -198,8 +245,8 @@ class NetEnd : public Segment {
   void recv_main() {
     set_log_rank(spec_.rank);
     if (!accept_sender()) return;
-    std::vector<char> staging;
-    if (spec_.payload != NetPayload::kSimple) staging.resize(static_cast<size_t>(spec_.step_bytes));
+    std::vector<uint64_t> staging;  // LL/LL128 lines, as 8-byte words
+    if (spec_.payload != NetPayload::kSimple) staging.resize(static_cast<size_t>(spec_.step_bytes) / 8);
     const auto quit = [this] { return stop_.load() != 0 || aborted(); };
     uint64_t next = 0;  // no slice may start before the end of the last one
     for (;;) {
@@ -209,9 +256,11 @@ class NetEnd : public Segment {
       if (io == Io::kQuit) return;
       if (io != Io::kOk) return fail_io(io, err, "receiving a slice header");
       if (h.start == kGoodbye) return;  // the sender's communicator was destroyed
+      // A slice spans slots of one FIFO lap (a slice never wraps: kernels/protocols.h) and fits them.
       const size_t cap = static_cast<size_t>(h.steps) * static_cast<size_t>(spec_.step_bytes);
-      if (h.start < next || h.steps < 1 || h.steps > static_cast<uint32_t>(kNcclSteps) || h.bytes < 0 ||
-          static_cast<size_t>(h.bytes) > cap ||
+      if (h.start < next || h.steps < 1 || h.steps > static_cast<uint32_t>(kNcclSteps) ||
+          h.start % kNcclSteps + h.steps > static_cast<uint64_t>(kNcclSteps) || h.start > ~0ull - kNcclSteps ||
+          h.bytes < 0 || static_cast<size_t>(h.bytes) > cap ||
           (spec_.payload != NetPayload::kSimple && (h.steps != 1 || h.bytes % line_bytes() != 0))) {
         char buf[200];
         snprintf(buf, sizeof buf, ": malformed slice (start %llu, %u steps, %d bytes; expected start >= %llu, "
@@ -222,7 +271,7 @@ class NetEnd : public Segment {
       // The slots are free once the executor has consumed up to start + steps - NCCL_STEPS.
       const uint64_t end = h.start + h.steps;
       if (!wait_counter(&hdr()->head, end > kNcclSteps ? end - kNcclSteps : 0, quit)) return;
-      char* dst = spec_.payload == NetPayload::kSimple ? slot(h.start) : staging.data();
+      char* dst = spec_.payload == NetPayload::kSimple ? slot(h.start) : reinterpret_cast<char*>(staging.data());
       io = move_bytes(sock_.fd(), false, dst, static_cast<size_t>(h.bytes), wake_, quit, &err);
       if (io == Io::kQuit) return;
       if (io != Io::kOk) return fail_io(io, err, "receiving a slice");
@@ -236,9 +285,8 @@ class NetEnd : public Segment {
 
   // Stores received LL/LL128 lines as their protocol's sender would (proto_ll.h): a receiver may be
   // polling them, and a flag must never be seen before its data.
-  void store_lines(char* dst, const char* src, size_t bytes) const {
-    auto* d = reinterpret_cast<uint64_t*>(dst);
-    const auto* s = reinterpret_cast<const uint64_t*>(src);
+  void store_lines(char* dst, const uint64_t* s, size_t bytes) const {
+    auto* d = reinterpret_cast<uint64_t*>(dst);  // FIFO slots are lines of 8-byte words (proto_ll.h)
     const size_t words = bytes / 8;
     if (spec_.payload == NetPayload::kLL) {  // each {data, flag} half is one atomic word
       for (size_t i = 0; i < words; ++i) __atomic_store_n(&d[i], s[i], __ATOMIC_RELAXED);
@@ -267,7 +315,10 @@ class NetEnd : public Segment {
       if (!listener_.accept(Deadline(0.01, spec_.abort_flag), &s, nullptr).ok()) continue;
       NetHello hello;
       int err = 0;
-      const auto quit = [&] { return stop_.load() != 0 || aborted() || now_us() > deadline; };
+      // A connection that says nothing (not our sender: a port scan, a health check) is dropped soon,
+      // so the sender behind it in the backlog gets its turn.
+      const double hello_end = std::min(deadline, now_us() + kHelloTimeoutS * 1e6);
+      const auto quit = [&] { return stop_.load() != 0 || aborted() || now_us() > hello_end; };
       if (move_bytes(s.fd(), false, reinterpret_cast<char*>(&hello), sizeof hello, wake_, quit, &err) != Io::kOk)
         continue;  // not our sender (or it went away): keep listening
       if (hello.magic != kHelloMagic || hello.conn_id != spec_.conn_id || hello.rank != spec_.peer) {
@@ -275,6 +326,7 @@ class NetEnd : public Segment {
                    describe().c_str(), spec_.peer, hello.rank, static_cast<unsigned long long>(hello.conn_id));
         continue;
       }
+      set_keepalive(s.fd());
       sock_ = std::move(s);
       listener_.close();
       return true;
@@ -403,8 +455,6 @@ ncclResult_t net_connect_recv(const NetConnSpec& spec, std::shared_ptr<Segment>*
   const ncclResult_t sent = spec.bootstrap->send(spec.peer, spec.tag, &handle, sizeof handle);
   if (r != ncclSuccess) return report_error(r, "%s", why.c_str());
   if (sent != ncclSuccess) return sent;
-  auto* h = end->hdr();
-  __atomic_store_n(&h->ready, 1u, __ATOMIC_RELEASE);
   end->start_recv(std::move(listener));
   *out = end;
   return ncclSuccess;
@@ -413,8 +463,8 @@ ncclResult_t net_connect_recv(const NetConnSpec& spec, std::shared_ptr<Segment>*
 ncclResult_t net_connect_send(const NetConnSpec& spec, std::shared_ptr<Segment>* out) {
   ncclResult_t r = net_init();
   if (r != ncclSuccess) return r;
-  NetHandle handle;
-  r = spec.bootstrap->recv(spec.peer, spec.tag, &handle, sizeof handle);
+  NetHandle handle;  // the peer sends it when it first uses the connection: as late as CCLAB_TIMEOUT allows
+  r = spec.bootstrap->recv(spec.peer, spec.tag, &handle, sizeof handle, spec.timeout_s);
   if (r != ncclSuccess) return r;
   if (handle.magic != kHandleMagic || handle.conn_id != spec.conn_id)
     return report_error(ncclInternalError, "NET/Socket: rank %d got a connection address from rank %d for another "
@@ -437,7 +487,7 @@ ncclResult_t net_connect_send(const NetConnSpec& spec, std::shared_ptr<Segment>*
   if (!io.ok())
     return report_error(io.code(), "NET/Socket: rank %d cannot connect to rank %d at %s: %s", spec.rank, spec.peer,
                         socket_address_to_string(handle.addr).c_str(), io.describe(spec.timeout_s).c_str());
-  __atomic_store_n(&end->hdr()->ready, 1u, __ATOMIC_RELEASE);
+  set_keepalive(sock.fd());
   end->start_send(std::move(sock));
   *out = end;
   return ncclSuccess;

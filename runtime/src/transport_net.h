@@ -14,18 +14,20 @@
 // end to end comes from TCP (a receiving proxy that waits for credits stops reading its socket). The
 // send proxy learns where each slice starts and how long it is from the FIFO's slice records, so it
 // needs no description of the operation (NCCL's proxy gets one from the host instead). On the wire,
-// each slice is a 24-byte header (start step, steps, bytes) and its bytes; Simple slices are received
+// each slice is a 16-byte header (start step, steps, bytes) and its bytes; Simple slices are received
 // straight into the slot, LL/LL128 lines into a staging buffer first and then stored word by word as
 // their protocol orders them (LL: each 8-byte half at once; LL128: the flag word last, with release),
 // since a socket's copy gives no word atomicity.
 //
 // Set-up, through the bootstrap: the receiving end listens on the NET interface (NCCL_SOCKET_IFNAME,
 // NCCL_SOCKET_FAMILY) and sends its address to the sender (or the reason it could not); the sender
-// connects and introduces itself. Neither end blocks on the other, so the receivers-first order of
-// comm.cc's ensure_connected holds. Teardown: a send proxy that is stopped (communicator destroyed)
-// first sends what its executor already posted, then a goodbye; a receive proxy that sees its
-// socket close without one reports ncclRemoteError through `on_error` (the peer exited, crashed or
-// aborted), which makes the communicator's waits end instead of hanging.
+// waits for it, connects and introduces itself. The receiving end never waits for the sender (its
+// proxy accepts), so comm.cc's receivers-first order connects without deadlock. Teardown: a send
+// proxy that is stopped (Segment::stop; the communicator is destroyed) first sends what its executor
+// already posted, then a goodbye; a proxy that sees its socket close without one, or fail, reports
+// the peer lost through `on_error` (it exited, crashed, aborted, or its host vanished: keepalive),
+// which stops the communicator instead of leaving its waits hanging. A proxy stopped by the
+// communicator's abort flag closes its socket at once, so its peers learn of it the same way.
 #pragma once
 
 #include <atomic>
@@ -63,8 +65,9 @@ struct NetConnSpec {
 // proxy, which accepts the sender's connection. Never waits for the peer.
 ncclResult_t net_connect_recv(const NetConnSpec& spec, std::shared_ptr<Segment>* out);
 
-// Sending end: waits for the peer's address, connects, allocates the local FIFO and starts the send
-// proxy. Bounded by spec.timeout_s and the abort flag.
+// Sending end: waits for the peer's address (the peer sends it when it first uses the connection),
+// connects, allocates the local FIFO and starts the send proxy. Bounded by spec.timeout_s and the
+// abort flag.
 ncclResult_t net_connect_send(const NetConnSpec& spec, std::shared_ptr<Segment>* out);
 
 // Checks NCCL_NET: unset or "Socket", the only network cclab builds. Init calls it on every rank, so a

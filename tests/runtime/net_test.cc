@@ -108,6 +108,24 @@ INSTANTIATE_TEST_SUITE_P(Layouts, NetAcrossHosts,
                                   "perhost" + (*i.param.proto ? std::string("_") + i.param.proto : "");
                          });
 
+// A rank about to die must not go before the others have all of its data: it waits until they say
+// so through a pipe the test made before forking (each survivor writes a byte).
+struct DeathPact {
+  int fds[2] = {-1, -1};
+  DeathPact() { EXPECT_EQ(pipe(fds), 0); }
+  ~DeathPact() {
+    close(fds[0]);
+    close(fds[1]);
+  }
+  void survived() const { EXPECT_EQ(write(fds[1], "x", 1), 1); }
+  void die_after(int survivors) const {
+    char c;
+    for (int i = 0; i < survivors; ++i)
+      if (read(fds[0], &c, 1) != 1) break;
+    _exit(0);  // without a word: no destroy, no abort
+  }
+};
+
 // Runs body(rank, id) in two child processes on two hosts, with `settings` in their environment, and
 // expects both to pass.
 void on_two_hosts(const std::vector<std::pair<std::string, std::string>>& settings,
@@ -150,12 +168,14 @@ std::string expect_remote_error(ncclComm_t comm, size_t count, const char* peer,
 // A peer process that dies (no ncclCommDestroy, no abort: its sockets just close) makes the next
 // collective fail with ncclRemoteError naming it, quickly, and not through CCLAB_TIMEOUT (off).
 TEST(NetFailures, DeadPeerIsARemoteErrorNotAHang) {
-  on_two_hosts({{"CCLAB_TIMEOUT", "0"}}, [](int rank, const ncclUniqueId& uid) -> std::string {
+  DeathPact pact;
+  on_two_hosts({{"CCLAB_TIMEOUT", "0"}}, [&](int rank, const ncclUniqueId& uid) -> std::string {
     ncclComm_t comm = nullptr;
     CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
     std::vector<float> buf(1 << 20, 1.0f);
     CHILD_OK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr));
-    if (rank == 1) _exit(0);  // dies without a word
+    if (rank == 1) pact.die_after(1);
+    pact.survived();
     return expect_remote_error(comm, 1 << 20, "rank 1");
   });
 }
@@ -179,6 +199,7 @@ TEST(NetFailures, AbortedPeerReleasesTheWaitingRank) {
 // whose all_reduce is byte-exact.
 TEST(NetFailures, SurvivorsShrinkPastADeadPeer) {
   const int n = 3;
+  DeathPact pact;
   TempDir tmp;
   const std::string dir = tmp.path();
   ncclUniqueId id;
@@ -192,14 +213,16 @@ TEST(NetFailures, SurvivorsShrinkPastADeadPeer) {
         CHILD_OK(ncclCommInitRank(&comm, n, uid, rank));
         std::vector<float> buf(1 << 18, 1.0f);
         CHILD_OK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr));
-        if (rank == 2) _exit(0);
+        if (rank == 2) pact.die_after(2);
+        pact.survived();
         std::string e = expect_remote_error(comm, 1 << 18, nullptr, /*abort=*/false);
         if (!e.empty()) return e;
         // Stopped, not usable: a further call says why.
         if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
           return "a call on the stopped communicator succeeded";
         const std::string why = ncclGetLastError(comm);
-        if (why.find("lost a peer") == std::string::npos || why.find("ncclCommShrink") == std::string::npos)
+        if (why.find("was stopped") == std::string::npos || why.find("NET/Socket") == std::string::npos ||
+            why.find("ncclCommShrink") == std::string::npos)
           return "a call on the stopped communicator does not say what to do: " + why;
         int dead = 2;
         ncclComm_t small = nullptr;
@@ -215,11 +238,64 @@ TEST(NetFailures, SurvivorsShrinkPastADeadPeer) {
         CHILD_OK(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat, ncclSum, small, nullptr));
         if (!(e = compare("AllReduce after the shrink", out, want)).empty()) return e;
         CHILD_OK(ncclCommDestroy(small));
+        // The parent stays stopped after the shrink: work on it is refused, it does not hang.
+        if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
+          return "a call on the shrunk parent succeeded";
         CHILD_OK(ncclCommDestroy(comm));
         return "";
       },
       &id);
   for (const ChildResult& c : res) EXPECT_TRUE(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) << describe(c);
+}
+
+// A connection made on first use (here a send/recv pair) waits for the peer's first use as long as
+// CCLAB_TIMEOUT allows, as P2P and SHM connections do, not only CCLAB_BOOTSTRAP_TIMEOUT.
+TEST(NetTransport, FirstUseWaitsForALatePeerUpToCclabTimeout) {
+  on_two_hosts({{"CCLAB_BOOTSTRAP_TIMEOUT", "3"}, {"CCLAB_TIMEOUT", "30"}},
+               [](int rank, const ncclUniqueId& uid) -> std::string {
+                 ncclComm_t comm = nullptr;
+                 CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
+                 std::vector<int32_t> buf(4099), want(4099);
+                 for (size_t i = 0; i < buf.size(); ++i) want[i] = static_cast<int32_t>(i * 2654435761u);
+                 if (rank == 0) {
+                   buf = want;
+                   CHILD_OK(ncclSend(buf.data(), buf.size(), ncclInt32, 1, comm, nullptr));
+                 } else {
+                   usleep(4500 * 1000);  // longer than CCLAB_BOOTSTRAP_TIMEOUT
+                   CHILD_OK(ncclRecv(buf.data(), buf.size(), ncclInt32, 0, comm, nullptr));
+                 }
+                 std::string e = compare("the message", buf, want);
+                 CHILD_OK(ncclCommDestroy(comm));
+                 return e;
+               });
+}
+
+// Destroying a communicator whose send proxies cannot deliver (the peer never takes the data) waits
+// for all of them together, at most min(CCLAB_TIMEOUT, 30 s) in all - not that long per connection.
+TEST(NetTransport, DestroyDrainsAllConnectionsAtOnce) {
+  on_two_hosts({{"CCLAB_TIMEOUT", "1"}, {"NCCL_MIN_NCHANNELS", "4"}, {"NCCL_MAX_NCHANNELS", "4"},
+                {"NCCL_PROTO", "Simple"}},
+               [](int rank, const ncclUniqueId& uid) -> std::string {
+                 ncclComm_t comm = nullptr;
+                 CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
+                 if (rank == 1) {  // takes no part, and stays up while rank 0 gives up
+                   usleep(5 * 1000 * 1000);
+                   ncclCommAbort(comm);
+                   return "";
+                 }
+                 // More than the 4 connections hold (FIFOs at both ends, socket buffers: ~44 MiB each here).
+                 std::vector<char> buf(size_t{512} << 20, 7);
+                 int nch = 0;
+                 CHILD_OK(cclabCommChannels(comm, &nch));
+                 if (nch != 4) return "the communicator has " + std::to_string(nch) + " channels, not 4";
+                 if (ncclBroadcast(buf.data(), buf.data(), buf.size(), ncclChar, 0, comm, nullptr) == ncclSuccess)
+                   return "the broadcast to a rank that takes no part succeeded";
+                 const double t0 = now_s();
+                 CHILD_OK(ncclCommDestroy(comm));
+                 const double took = now_s() - t0;
+                 if (took > 2.5) return "destroy took " + std::to_string(took) + " s (4 channels, CCLAB_TIMEOUT=1)";
+                 return "";
+               });
 }
 
 // NCCL_NET naming a network cclab does not build fails init on every rank, saying why.

@@ -561,7 +561,8 @@ ncclResult_t Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, con
                           b->peer_name(next).c_str(), r.describe(b->timeout_s_).c_str());
     }
     Bootstrap* self = b.get();
-    CCLAB_CHECK(b->accept_until([self] { return self->ring_rx_.valid(); }, "the ring connection from", prev));
+    CCLAB_CHECK(
+        b->accept_until([self] { return self->ring_rx_.valid(); }, "the ring connection from", prev, self->timeout_s_));
   }
   auto t_ring = std::chrono::steady_clock::now();
   using Sec = std::chrono::duration<double>;
@@ -574,15 +575,15 @@ ncclResult_t Bootstrap::create(const ncclUniqueId& id, int rank, int nranks, con
 }
 
 template <typename Ready>
-ncclResult_t Bootstrap::accept_until(Ready ready, const char* what, int peer) {
-  Deadline wait(timeout_s_, abort_flag_);
+ncclResult_t Bootstrap::accept_until(Ready ready, const char* what, int peer, double timeout_s) {
+  Deadline wait(timeout_s, abort_flag_);
   while (!ready()) {
     Socket sock;
     SocketAddress from = socket_address_zero();
     IoResult r = listener_.accept(wait, &sock, &from);
     if (!r.ok()) {
       return report_error(r.code(), "bootstrap: rank %d %s waiting for %s %s", rank_,
-                          wait_failure(r, timeout_s_).c_str(), what, peer_name(peer).c_str());
+                          wait_failure(r, timeout_s).c_str(), what, peer_name(peer).c_str());
     }
     std::string from_s = socket_address_to_string(from);
     PeerHello h;
@@ -731,7 +732,8 @@ ncclResult_t Bootstrap::send(int peer, int tag, const void* data, size_t bytes) 
   return ncclSuccess;
 }
 
-ncclResult_t Bootstrap::recv(int peer, int tag, void* data, size_t bytes) {
+ncclResult_t Bootstrap::recv(int peer, int tag, void* data, size_t bytes, double timeout_s) {
+  if (timeout_s <= 0) timeout_s = timeout_s_;
   if (peer < 0 || peer >= nranks_) {
     return report_error(ncclInvalidArgument, "bootstrap: rank %d recv from rank %d: peer out of range [0, %d)", rank_,
                         peer, nranks_);
@@ -772,10 +774,10 @@ ncclResult_t Bootstrap::recv(int peer, int tag, void* data, size_t bytes) {
   }
   if (!recv_conns_[peer].valid()) {
     std::string what = "a connection (for tag " + std::to_string(tag) + ") from";
-    CCLAB_CHECK(accept_until([this, peer] { return recv_conns_[peer].valid(); }, what.c_str(), peer));
+    CCLAB_CHECK(accept_until([this, peer] { return recv_conns_[peer].valid(); }, what.c_str(), peer, timeout_s));
   }
   Socket& conn = recv_conns_[peer];
-  Deadline wait(timeout_s_, abort_flag_);
+  Deadline wait(timeout_s, abort_flag_);
   while (true) {
     FrameHeader fh;
     IoResult r = conn.recv_all(&fh, sizeof(fh), wait);
@@ -791,7 +793,7 @@ ncclResult_t Bootstrap::recv(int peer, int tag, void* data, size_t bytes) {
     if (!r.ok()) {
       conn.close();  // the stream may stop mid-message; a later recv must not parse the rest as a header
       return report_error(r.code(), "bootstrap: rank %d %s waiting for a message with tag %d from %s", rank_,
-                          wait_failure(r, timeout_s_).c_str(), tag, peer_name(peer).c_str());
+                          wait_failure(r, timeout_s).c_str(), tag, peer_name(peer).c_str());
     }
     if (fh.tag == tag) return size_mismatch(msg.size());
     unexpected_[{peer, fh.tag}].push_back(std::move(msg));

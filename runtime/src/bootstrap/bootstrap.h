@@ -77,8 +77,10 @@ class Bootstrap {
   ncclResult_t send(int peer, int tag, const void* data, size_t bytes);
 
   // Receives the message `peer` sent with `tag`. Messages from the peer with other tags that arrive
-  // first are queued for later recv calls. `bytes` must equal the size sent.
-  ncclResult_t recv(int peer, int tag, void* data, size_t bytes);
+  // first are queued for later recv calls. `bytes` must equal the size sent. `timeout_s` > 0 bounds
+  // this wait instead of CCLAB_BOOTSTRAP_TIMEOUT (a rank that waits for a peer's first use of a
+  // connection, which may come much later than init).
+  ncclResult_t recv(int peer, int tag, void* data, size_t bytes, double timeout_s = 0);
 
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
@@ -94,7 +96,7 @@ class Bootstrap {
   // Accepts connections on the listening socket, filing each under ring_rx_ or recv_conns_, until
   // `ready()` holds. `what` and `peer` describe the wait for the timeout message.
   template <typename Ready>
-  ncclResult_t accept_until(Ready ready, const char* what, int peer);
+  ncclResult_t accept_until(Ready ready, const char* what, int peer, double timeout_s);
   ncclResult_t ring_exchange(uint32_t op, void* data, size_t bytes_per_rank);
   std::string peer_name(int peer) const;  // "rank 3 (127.0.0.1:40211)"
   double timeout_s() const { return timeout_s_; }
