@@ -360,14 +360,8 @@ extern "C" ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude, int nexclu
     // this rank then learns of the shrink, and a late proxy cannot raise the flag again meanwhile.
     comm->abort_flag.store(1);
     comm_drain(comm);
-    if (net_stop_all(comm)) {
-      std::lock_guard<std::mutex> lk(comm->error_mu);
-      if (!comm->stopped.load()) {
-        comm->stop_code = ncclInvalidUsage;
-        comm->stop_message = "ncclCommShrink(NCCL_SHRINK_ABORT) closed its network connections";
-      }
-      comm->stopped.store(true);
-    }
+    if (net_stop_all(comm))
+      mark_stopped(comm, ncclInvalidUsage, "ncclCommShrink(NCCL_SHRINK_ABORT) closed its network connections");
     comm->abort_flag.store(0);
   }
   std::vector<int> survivors;

@@ -76,6 +76,11 @@ std::string conn_name(ncclComm_t comm, char kind, int c, int from, int to) {
          std::to_string(to);
 }
 
+// What a connection kind (conn_name's `kind`) carries, for messages.
+const char* conn_kind_name(char kind) {
+  return kind == 'p' ? "point-to-point" : kind == 'L' ? "LL" : kind == 'M' ? "LL128" : "Simple";
+}
+
 // NCCL's order: P2P within a process, SHM within a host, NET otherwise (and wherever the first two are
 // disabled). Simulated ranks share the simulator's process and never use NET.
 ncclResult_t pick_transport(ncclComm_t comm, int peer, TransportKind* kind) {
@@ -114,8 +119,7 @@ NetConnSpec net_spec(ncclComm_t comm, char kind, int c, int from, int to, int bu
   const std::string name = conn_name(comm, kind, c, from, to);
   s.conn_id = fnv1a(name.data(), name.size());
   s.payload = kind == 'L' ? NetPayload::kLL : kind == 'M' ? NetPayload::kLL128 : NetPayload::kSimple;
-  s.what = kind == 'p' ? std::string("point-to-point") : "channel " + std::to_string(c) + " " +
-                                                             (kind == 'L' ? "LL" : kind == 'M' ? "LL128" : "Simple");
+  s.what = kind == 'p' ? std::string(conn_kind_name(kind)) : "channel " + std::to_string(c) + " " + conn_kind_name(kind);
   s.fifo_bytes = fifo_total_bytes(buff_bytes);
   s.step_bytes = buff_bytes / kNcclSteps;
   s.abort_flag = &comm->abort_flag;
@@ -124,14 +128,7 @@ NetConnSpec net_spec(ncclComm_t comm, char kind, int c, int from, int to, int bu
   // first error is what ncclCommGetAsyncError and the failed calls report.
   s.on_error = [comm](ncclResult_t r, const std::string& msg) {
     set_async_error(comm, r, msg);
-    {
-      std::lock_guard<std::mutex> lk(comm->error_mu);
-      if (!comm->stopped.load()) {
-        comm->stop_code = r;
-        comm->stop_message = msg;
-      }
-      comm->stopped.store(true);
-    }
+    mark_stopped(comm, r, msg);
     comm->abort_flag.store(1);
   };
   return s;
@@ -176,7 +173,7 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();
-    const char* what = kind == 'p' ? "point-to-point" : kind == 'L' ? "LL" : kind == 'M' ? "LL128" : "Simple";
+    const char* what = conn_kind_name(kind);
     const std::string limit = comm->timeout_s > 0 ? " (CCLAB_TIMEOUT=" + std::to_string(static_cast<int>(comm->timeout_s)) + " s)" : "";
     return report_error(r, "rank %d channel %d could not connect to rank %d (%s connection, via %s): %s%s", comm->rank,
                         kind == 'p' ? 0 : c, peer, what, transport_name(conn->kind), why.c_str(), limit.c_str());
@@ -444,6 +441,15 @@ ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool stopped_ok) 
   if (comm->abort_flag.load())
     return report_error(ncclInvalidUsage, "%s: comm %p was aborted", fn, static_cast<void*>(comm));
   return ncclSuccess;
+}
+
+void mark_stopped(ncclComm_t comm, ncclResult_t r, const std::string& why) {
+  std::lock_guard<std::mutex> lk(comm->error_mu);
+  if (!comm->stopped.load()) {
+    comm->stop_code = r;
+    comm->stop_message = why;
+  }
+  comm->stopped.store(true);
 }
 
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {

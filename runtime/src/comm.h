@@ -161,6 +161,10 @@ uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 // The backend new communicators use (cclabSetBackend, or CCLAB_BACKEND=host|sim).
 cclabBackend_t current_backend();
 
+// Marks the communicator stopped (ncclComm::stopped): from now on new work is refused with `r` and
+// `why` (the first reason given wins).
+void mark_stopped(ncclComm_t comm, ncclResult_t r, const std::string& why);
+
 // Records an asynchronous error (first one wins) and its message.
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg);
 
