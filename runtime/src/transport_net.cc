@@ -155,7 +155,7 @@ void set_keepalive(int fd) {
 
 // One end of a NET connection: its FIFO (this rank's memory) and its proxy thread. Destroying it
 // stops the proxy (a send proxy first sends what its executor posted, for up to CCLAB_TIMEOUT or
-// 30 s) and frees the FIFO.
+// 30 s, whichever is shorter) and frees the FIFO.
 class NetEnd : public Segment {
  public:
   NetEnd(const NetConnSpec& spec, bool sending) : spec_(spec), sending_(sending) {
