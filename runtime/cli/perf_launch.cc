@@ -6,7 +6,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -117,7 +116,9 @@ int run_parent(const PerfOptions& options, char** argv) {
   std::vector<std::string> base;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
-    if (entry.rfind("CCLAB_PERF_", 0) != 0) base.push_back(entry);
+    if (entry.rfind("CCLAB_PERF_", 0) == 0) continue;
+    if (options.hosts > 0 && entry.rfind("NCCL_HOSTID=", 0) == 0) continue;  // --hosts gives each its own
+    base.push_back(entry);
   }
   base.push_back(id_env);
   base.push_back(nprocs_env);
@@ -130,12 +131,9 @@ int run_parent(const PerfOptions& options, char** argv) {
   hostname[sizeof hostname - 1] = '\0';
   for (int p = 0; p < options.nprocs; ++p) {
     envs[p].push_back(std::string(kPerfProcEnv) + "=" + std::to_string(p));
-    if (options.hosts > 0) {
-      auto& e = envs[p];
-      e.erase(std::remove_if(e.begin(), e.end(), [](const std::string& v) { return v.rfind("NCCL_HOSTID=", 0) == 0; }),
-              e.end());
-      e.push_back(std::string("NCCL_HOSTID=") + hostname + "-host" + std::to_string(p * options.hosts / options.nprocs));
-    }
+    if (options.hosts > 0)
+      envs[p].push_back(std::string("NCCL_HOSTID=") + hostname + "-host" +
+                        std::to_string(p * options.hosts / options.nprocs));
     for (auto& entry : envs[p]) envps[p].push_back(entry.data());
     envps[p].push_back(nullptr);
   }

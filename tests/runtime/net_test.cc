@@ -126,15 +126,15 @@ struct DeathPact {
   }
 };
 
-// Runs body(rank, id) in two child processes on two hosts, with `settings` in their environment, and
-// expects both to pass.
-void on_two_hosts(const std::vector<std::pair<std::string, std::string>>& settings,
-                  const std::function<std::string(int, const ncclUniqueId&)>& body) {
+// Runs body(rank, id) in `n` child processes, each a host of its own, with `settings` in their
+// environment, and expects all to pass.
+void on_hosts(int n, const std::vector<std::pair<std::string, std::string>>& settings,
+              const std::function<std::string(int, const ncclUniqueId&)>& body) {
   TempDir tmp;
   const std::string dir = tmp.path();
   ncclUniqueId id;
   std::vector<ChildResult> res = run_children(
-      2,
+      n,
       [&](int rank, const ncclUniqueId& uid) -> std::string {
         ScopedEnv env;
         child_env(&env, dir, rank, 1, "");
@@ -169,7 +169,7 @@ std::string expect_remote_error(ncclComm_t comm, size_t count, const char* peer,
 // collective fail with ncclRemoteError naming it, quickly, and not through CCLAB_TIMEOUT (off).
 TEST(NetFailures, DeadPeerIsARemoteErrorNotAHang) {
   DeathPact pact;
-  on_two_hosts({{"CCLAB_TIMEOUT", "0"}}, [&](int rank, const ncclUniqueId& uid) -> std::string {
+  on_hosts(2, {{"CCLAB_TIMEOUT", "0"}}, [&](int rank, const ncclUniqueId& uid) -> std::string {
     ncclComm_t comm = nullptr;
     CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
     std::vector<float> buf(1 << 20, 1.0f);
@@ -183,7 +183,7 @@ TEST(NetFailures, DeadPeerIsARemoteErrorNotAHang) {
 // A peer that aborts its communicator instead of joining a collective releases the rank waiting
 // for it, with ncclRemoteError.
 TEST(NetFailures, AbortedPeerReleasesTheWaitingRank) {
-  on_two_hosts({{"CCLAB_TIMEOUT", "0"}}, [](int rank, const ncclUniqueId& uid) -> std::string {
+  on_hosts(2, {{"CCLAB_TIMEOUT", "0"}}, [](int rank, const ncclUniqueId& uid) -> std::string {
     ncclComm_t comm = nullptr;
     CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
     if (rank == 0) return expect_remote_error(comm, 1 << 16, "rank 1");
@@ -200,58 +200,48 @@ TEST(NetFailures, AbortedPeerReleasesTheWaitingRank) {
 TEST(NetFailures, SurvivorsShrinkPastADeadPeer) {
   const int n = 3;
   DeathPact pact;
-  TempDir tmp;
-  const std::string dir = tmp.path();
-  ncclUniqueId id;
-  std::vector<ChildResult> res = run_children(
-      n,
-      [&](int rank, const ncclUniqueId& uid) -> std::string {
-        ScopedEnv env;
-        child_env(&env, dir, rank, 1, "");
-        env.set("CCLAB_TIMEOUT", "0");
-        ncclComm_t comm = nullptr;
-        CHILD_OK(ncclCommInitRank(&comm, n, uid, rank));
-        std::vector<float> buf(1 << 18, 1.0f);
-        CHILD_OK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr));
-        if (rank == 2) pact.die_after(2);
-        pact.survived();
-        std::string e = expect_remote_error(comm, 1 << 18, nullptr, /*abort=*/false);
-        if (!e.empty()) return e;
-        // Stopped, not usable: a further call says why.
-        if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
-          return "a call on the stopped communicator succeeded";
-        const std::string why = ncclGetLastError(comm);
-        if (why.find("was stopped") == std::string::npos || why.find("NET/Socket") == std::string::npos ||
-            why.find("ncclCommShrink") == std::string::npos)
-          return "a call on the stopped communicator does not say what to do: " + why;
-        int dead = 2;
-        ncclComm_t small = nullptr;
-        CHILD_OK(ncclCommShrink(comm, &dead, 1, &small, nullptr, NCCL_SHRINK_ABORT));
-        int count = 0;
-        CHILD_OK(ncclCommCount(small, &count));
-        if (count != 2) return "the shrunk communicator has " + std::to_string(count) + " ranks";
-        std::vector<float> in(1 << 16), out(1 << 16, -1.0f), want(1 << 16);
-        for (size_t i = 0; i < in.size(); ++i) {
-          in[i] = value(rank, i);
-          want[i] = value(0, i) + value(1, i);
-        }
-        CHILD_OK(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat, ncclSum, small, nullptr));
-        if (!(e = compare("AllReduce after the shrink", out, want)).empty()) return e;
-        CHILD_OK(ncclCommDestroy(small));
-        // The parent stays stopped after the shrink: work on it is refused, it does not hang.
-        if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
-          return "a call on the shrunk parent succeeded";
-        CHILD_OK(ncclCommDestroy(comm));
-        return "";
-      },
-      &id);
-  for (const ChildResult& c : res) EXPECT_TRUE(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) << describe(c);
+  on_hosts(n, {{"CCLAB_TIMEOUT", "0"}}, [&](int rank, const ncclUniqueId& uid) -> std::string {
+    ncclComm_t comm = nullptr;
+    CHILD_OK(ncclCommInitRank(&comm, n, uid, rank));
+    std::vector<float> buf(1 << 18, 1.0f);
+    CHILD_OK(ncclAllReduce(buf.data(), buf.data(), buf.size(), ncclFloat, ncclSum, comm, nullptr));
+    if (rank == 2) pact.die_after(2);
+    pact.survived();
+    std::string e = expect_remote_error(comm, 1 << 18, nullptr, /*abort=*/false);
+    if (!e.empty()) return e;
+    // Stopped, not usable: a further call says why.
+    if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
+      return "a call on the stopped communicator succeeded";
+    const std::string why = ncclGetLastError(comm);
+    if (why.find("was stopped") == std::string::npos || why.find("NET/Socket") == std::string::npos ||
+        why.find("ncclCommShrink") == std::string::npos)
+      return "a call on the stopped communicator does not say what to do: " + why;
+    int dead = 2;
+    ncclComm_t small = nullptr;
+    CHILD_OK(ncclCommShrink(comm, &dead, 1, &small, nullptr, NCCL_SHRINK_ABORT));
+    int count = 0;
+    CHILD_OK(ncclCommCount(small, &count));
+    if (count != 2) return "the shrunk communicator has " + std::to_string(count) + " ranks";
+    std::vector<float> in(1 << 16), out(1 << 16, -1.0f), want(1 << 16);
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = value(rank, i);
+      want[i] = value(0, i) + value(1, i);
+    }
+    CHILD_OK(ncclAllReduce(in.data(), out.data(), in.size(), ncclFloat, ncclSum, small, nullptr));
+    if (!(e = compare("AllReduce after the shrink", out, want)).empty()) return e;
+    CHILD_OK(ncclCommDestroy(small));
+    // The parent stays stopped after the shrink: work on it is refused, it does not hang.
+    if (ncclAllReduce(buf.data(), buf.data(), 1, ncclFloat, ncclSum, comm, nullptr) == ncclSuccess)
+      return "a call on the shrunk parent succeeded";
+    CHILD_OK(ncclCommDestroy(comm));
+    return "";
+  });
 }
 
 // A connection made on first use (here a send/recv pair) waits for the peer's first use as long as
 // CCLAB_TIMEOUT allows, as P2P and SHM connections do, not only CCLAB_BOOTSTRAP_TIMEOUT.
 TEST(NetTransport, FirstUseWaitsForALatePeerUpToCclabTimeout) {
-  on_two_hosts({{"CCLAB_BOOTSTRAP_TIMEOUT", "3"}, {"CCLAB_TIMEOUT", "30"}},
+  on_hosts(2, {{"CCLAB_BOOTSTRAP_TIMEOUT", "3"}, {"CCLAB_TIMEOUT", "30"}},
                [](int rank, const ncclUniqueId& uid) -> std::string {
                  ncclComm_t comm = nullptr;
                  CHILD_OK(ncclCommInitRank(&comm, 2, uid, rank));
@@ -273,7 +263,7 @@ TEST(NetTransport, FirstUseWaitsForALatePeerUpToCclabTimeout) {
 // Destroying a communicator whose send proxies cannot deliver (the peer never takes the data) waits
 // for all of them together, at most min(CCLAB_TIMEOUT, 30 s) in all - not that long per connection.
 TEST(NetTransport, DestroyDrainsAllConnectionsAtOnce) {
-  on_two_hosts({{"CCLAB_TIMEOUT", "1"}, {"NCCL_MIN_NCHANNELS", "4"}, {"NCCL_MAX_NCHANNELS", "4"},
+  on_hosts(2, {{"CCLAB_TIMEOUT", "1"}, {"NCCL_MIN_NCHANNELS", "4"}, {"NCCL_MAX_NCHANNELS", "4"},
                 {"NCCL_PROTO", "Simple"}},
                [](int rank, const ncclUniqueId& uid) -> std::string {
                  ncclComm_t comm = nullptr;
@@ -300,7 +290,7 @@ TEST(NetTransport, DestroyDrainsAllConnectionsAtOnce) {
 
 // NCCL_NET naming a network cclab does not build fails init on every rank, saying why.
 TEST(NetFailures, UnknownNcclNetIsRefusedAtInit) {
-  on_two_hosts({{"NCCL_NET", "IB"}}, [](int rank, const ncclUniqueId& uid) -> std::string {
+  on_hosts(2, {{"NCCL_NET", "IB"}}, [](int rank, const ncclUniqueId& uid) -> std::string {
     ncclComm_t comm = nullptr;
     const ncclResult_t r = ncclCommInitRank(&comm, 2, uid, rank);
     const std::string msg = ncclGetLastError(nullptr);
