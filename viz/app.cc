@@ -4,6 +4,8 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "viz/colors.h"
 #include "viz/draw_util.h"
@@ -84,6 +86,33 @@ void refresh(VizState* s) {
     }
   }
   s->current_op = op_at(t, s->tl.t);
+}
+
+bool follow_live_to_end(VizState* s, std::string* error) {
+  if (!s->live) return true;
+  for (;;) {
+    const LiveSource::State st = s->live->state();
+    if (st == LiveSource::State::kComplete || st == LiveSource::State::kFailed) break;
+    s->wall_s += 0.05;
+    refresh(s);  // a screenshot's refresh polls without waiting: pace it
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  refresh(s);  // the final load and index
+  if (s->live->state() == LiveSource::State::kFailed && s->trace().events.empty()) {
+    *error = s->live->status();
+    return false;
+  }
+  if (s->use_live_load) {  // a run that broke off: the incremental load of what arrived
+    s->live_load.fill(&s->live_load_out, s->trace().links.size());
+    s->load_index.build(s->load(), s->trace().links.size());
+  }
+  s->tl.follow = false;
+  s->tl.set_range(s->trace().begin_us(), s->trace().end_us());
+  const VizOptions& o = s->opt;
+  if (o.has_at) s->tl.seek(o.at_is_percent ? s->tl.begin + (s->tl.end - s->tl.begin) * o.at_us / 100 : o.at_us);
+  else s->tl.seek(s->tl.begin);
+  refresh(s);
+  return true;
 }
 
 namespace {

@@ -75,6 +75,10 @@ struct VizState {
 bool init_state(VizState* s, std::string* error);
 // Brings indexes up to date with the trace (live: new events), and the per-frame caches to tl.t.
 void refresh(VizState* s);
+// --live with --screenshot: reads the stream until the run ends (END) or the stream fails, then puts
+// the cursor where a trace file's screenshot has it (--at, else the begin). False, with *error, when
+// nothing could be shown: no connection within --wait, or the stream broke before any event arrived.
+bool follow_live_to_end(VizState* s, std::string* error);
 // The whole window's UI for one frame (between ImGui::NewFrame and ImGui::Render).
 void draw_frame(VizState* s, float wall_dt);
 

@@ -67,7 +67,8 @@ std::string viz_usage() {
          "  --speed US_PER_S     playback speed: trace microseconds per second (default: span / 10 s)\n"
          "  --busiest N          strip charts of the N busiest links in the links view (default 8)\n"
          "  --channel C          the channels view shows channel C alone (large)\n"
-         "  --screenshot OUT.png render one frame without showing a window, write it and exit\n"
+         "  --screenshot OUT.png render one frame without showing a window, write it and exit; with --live,\n"
+         "                       once the run has ended (the cursor at --at, else at the run's begin)\n"
          "                       (needs an X display: run under xvfb-run -a on a headless machine)\n"
          "  --layout-json FILE   with --screenshot: where every node, link, arrow and heatmap row was\n"
          "                       drawn, with link colours and utilisation\n"
@@ -163,7 +164,6 @@ VizParse parse_viz_args(const std::vector<std::string>& args) {
   if (!o.trace_path.empty() && !o.live_socket.empty()) return fail("give a TRACE file or --live SOCKET, not both");
   if (o.trace_path.empty() && o.live_socket.empty() && o.curves.empty())
     return fail("no trace: give a TRACE file, --live SOCKET or --curves FILE");
-  if (!o.screenshot.empty() && !o.live_socket.empty()) return fail("--screenshot needs a TRACE file, not --live");
   if (!o.layout_json.empty() && o.screenshot.empty()) return fail("--layout-json needs --screenshot");
   if (o.trace_path.empty() && o.live_socket.empty() && o.view_given && o.view != View::kCurves)
     return fail(std::string("--view ") + view_name(o.view) + " needs a trace (only --curves was given)");

@@ -159,6 +159,7 @@ int run_interactive(VizState* s, std::string* error) {
 }
 
 int run_screenshot(VizState* s, std::string* error) {
+  if (!follow_live_to_end(s, error)) return 1;
   const int w = s->opt.width, h = s->opt.height;
   Gl gl;
   if (!gl.open(w, h, false, "cclab viz", error)) return 1;

@@ -90,6 +90,61 @@ TEST(Live, FollowsARun) {
   EXPECT_DOUBLE_EQ(s.tl.t, 2);
 }
 
+// --live with --screenshot (cclab viz --live SOCK --screenshot OUT.png, as on the GPU machine): the
+// viewer reads the whole run before its one frame, then puts the cursor where --at says (or at the
+// begin), with the run's own final link load.
+TEST(Live, ScreenshotWaitsForTheRunToEnd) {
+  const std::string sock = "/tmp/cclab_viz_live_shot_" + std::to_string(getpid()) + ".sock";
+  const trace::Trace full = viz_test::small_trace();
+  trace::Trace header = full;
+  header.events.clear();
+  header.ops.clear();
+  header.load = trace::LinkLoad();
+  for (bool at : {false, true}) {
+    VizState s;
+    s.opt.live_socket = sock;
+    s.opt.live_wait_s = 10;
+    s.opt.screenshot = "unused.png";
+    s.opt.has_at = at;
+    s.opt.at_is_percent = true;
+    s.opt.at_us = 50;
+    s.interactive = false;
+    std::string err;
+    ASSERT_TRUE(init_state(&s, &err)) << err;
+    std::thread run([&] {
+      trace::LiveServer srv;
+      std::string e;
+      if (!srv.start(sock, header, 5, &e)) return;  // waits up to 5 s for the viewer
+      for (const auto& ev : full.events) srv.push(ev);
+      srv.push_ops(full.ops);
+      srv.finish();
+    });
+    const bool ok = follow_live_to_end(&s, &err);
+    run.join();
+    ASSERT_TRUE(ok) << err;
+    EXPECT_EQ(s.live->state(), LiveSource::State::kComplete) << s.live->status();
+    EXPECT_EQ(s.index.indexed(), full.events.size());
+    EXPECT_FALSE(s.tl.follow);
+    EXPECT_DOUBLE_EQ(s.tl.t, at ? full.begin_us() + (full.end_us() - full.begin_us()) / 2 : full.begin_us());
+    trace::Trace computed = full;
+    trace::compute_link_load(&computed);
+    EXPECT_EQ(s.load().series.size(), computed.load.series.size());
+  }
+}
+
+// --screenshot --live with no run to follow fails after --wait, saying why (no empty picture).
+TEST(Live, ScreenshotWithoutARunFails) {
+  VizState s;
+  s.opt.live_socket = "/tmp/cclab_viz_live_nobody2_" + std::to_string(getpid()) + ".sock";
+  s.opt.live_wait_s = 0.3;
+  s.opt.screenshot = "unused.png";
+  s.interactive = false;
+  std::string err;
+  ASSERT_TRUE(init_state(&s, &err)) << err;
+  EXPECT_FALSE(follow_live_to_end(&s, &err));
+  EXPECT_NE(err.find("cannot connect"), std::string::npos) << err;
+}
+
 TEST(Live, GivesUpAfterTheWait) {
   VizState s;
   s.opt.live_socket = "/tmp/cclab_viz_live_nobody_" + std::to_string(getpid()) + ".sock";
