@@ -370,6 +370,33 @@ TEST(Detect, NoGpuStillReportsCpusAndNics) {
   EXPECT_FALSE(r.xml.empty());  // what was found is still there
 }
 
+// ---- a real machine --------------------------------------------------------------------------------
+
+// The lent H200 VM (make_lent_h200_vm, captured there): detection on the fake tree gives what it gave
+// on the machine itself - the summary lines cclab topo --detect printed there, and the machine of the
+// topology XML NCCL_TOPO_DUMP_FILE wrote there (tests/graph/data/lent_h200_vm_dump.xml). Unlike the
+// presets' fake trees, the GPU has no bridge or switch above it, no NUMA information and a virtio NIC.
+TEST(Detect, LentH200VmMatchesTheRealMachine) {
+  FakeSysfs fs;
+  FakeNvml nvml;
+  cclab_test::make_lent_h200_vm(fs, nvml);
+  DetectResult r;
+  Topology t = detect_ok(fs, &nvml, &r);
+  for (const char* line : {"cpu  NUMA 0  x86_64 GenuineIntel family 6 model 207  cpus 0-15",
+                           "gpu  0000:00:06.0  dev 0  sm90  0x10de:0x2335  32.0 GT/s PCIe x16  NUMA 0  no NVLink",
+                           "nic  (not on PCI)  eth0  Ethernet 10000 Mb/s  NUMA 0"})
+    EXPECT_TRUE(contains(r.summary, line)) << "missing: " << line << "\n" << r.summary;
+  EXPECT_TRUE(any_contains(r.notes, "numa_node is -1 (no NUMA information): taking NUMA node 0")) << joined(r.notes);
+  EXPECT_TRUE(any_contains(r.notes, "eth0: speed -1, taking NCCL's default 10000 Mb/s")) << joined(r.notes);
+  EXPECT_TRUE(any_contains(r.notes, "virtio2 is not a PCI function: attached to CPU 0")) << joined(r.notes);
+  const char* dir = std::getenv("CCLAB_TEST_DATA");
+  Topology dumped;
+  std::string err;
+  ASSERT_TRUE(read_topology_xml(std::string(dir ? dir : "tests/graph/data") + "/lent_h200_vm_dump.xml", &dumped, &err))
+      << err;
+  expect_same_machine(t, dumped);
+}
+
 // ---- bad input -------------------------------------------------------------------------------------
 
 TEST(Detect, MissingRootOrTreeIsAnError) {
