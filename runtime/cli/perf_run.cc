@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_barrier.h"
 #include "cclab/cclab.h"
 #include "perf_data.h"
 #include "perf_report.h"
@@ -70,14 +71,21 @@ ncclRedOp_t builtin_op(PerfOp op) {
 
 class RankRunner {
  public:
-  RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks)
-      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0) {
+  RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks, ThreadBarrier* local)
+      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0), local_(local) {
     cclabBackend_t backend = cclabBackendHost;
     cuda_ = cclabGetBackend(&backend) == ncclSuccess && backend == cclabBackendCuda;
   }
 
+  // On the CUDA backend, cudaFree (and cudaMalloc, pinned allocations) may wait for every kernel on
+  // the device: one rank's thread freeing memory while another rank of this process has launched a
+  // collective that waits for it would wait forever (as with NCCL; seen on an H200: rank 1 in cudaFree
+  // after the device report, rank 0's barrier all_reduce waiting for rank 1). So every buffer is
+  // allocated before the first collective and freed after the last, and this process's ranks meet
+  // before the first collective and before the frees.
   int run() {
     setup();
+    local_->wait();
     report_devices();
     if (printer_) print(format_column_header());
     const bool has_op = collective_prints_op(o_.collective);
@@ -96,6 +104,7 @@ class RankRunner {
       const double avg_busbw = bw_count_ ? bw_sum_ / bw_count_ : 0.0;
       print(format_footer(error_count_, avg_busbw, collective_name(o_.collective)) + "\n");
     }
+    local_->wait();
     teardown();
     return any_wrong_ ? kPerfExitWrong : kPerfExitOk;
   }
@@ -147,6 +156,8 @@ class RankRunner {
     send_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
     recv_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
     scratch_ = alloc(64, "ncclMemAlloc");
+    report_in_ = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
+    report_all_ = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
     expected_.resize(buf_bytes_);
     stage_.resize(buf_bytes_);
   }
@@ -155,6 +166,8 @@ class RankRunner {
     check(ncclMemFree(send_), "ncclMemFree");
     check(ncclMemFree(recv_), "ncclMemFree");
     check(ncclMemFree(scratch_), "ncclMemFree");
+    check(ncclMemFree(report_in_), "ncclMemFree");
+    check(ncclMemFree(report_all_), "ncclMemFree");
     if (stream_) check(cclabStreamDestroy(stream_), "cclabStreamDestroy");
     check(ncclCommDestroy(comm_), "ncclCommDestroy");
   }
@@ -176,8 +189,8 @@ class RankRunner {
     }
     check(cclabGetDeviceName(dev, mine.name, sizeof(mine.name), mine.bus_id, sizeof(mine.bus_id)),
           "cclabGetDeviceName");
-    auto* in = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
-    auto* all_dev = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
+    RankRecord* in = report_in_;
+    RankRecord* all_dev = report_all_;
     to_device(in, &mine, sizeof(mine));
     check(ncclAllGather(in, all_dev, sizeof(RankRecord), ncclUint8, comm_, ctrl_stream()),
           "ncclAllGather (device report)");
@@ -220,8 +233,6 @@ class RankRunner {
       }
       print(text);
     }
-    check(ncclMemFree(in), "ncclMemFree");
-    check(ncclMemFree(all_dev), "ncclMemFree");
   }
 
   void run_case(Case c) {
@@ -441,6 +452,7 @@ class RankRunner {
   const int rank_;
   const int nranks_;
   const bool printer_;
+  ThreadBarrier* const local_;
   ncclComm_t comm_ = nullptr;
   int ndev_ = 0;            // cclabGetDeviceCount: 0 on the host and sim backends
   bool cuda_ = false;       // the CUDA backend: buffers are device memory, the NULL stream is not blocking
@@ -450,6 +462,8 @@ class RankRunner {
   char* send_ = nullptr;  // ncclMemAlloc: never dereferenced on the host
   char* recv_ = nullptr;
   void* scratch_ = nullptr;
+  RankRecord* report_in_ = nullptr;   // the device report's buffers (ncclMemAlloc)
+  RankRecord* report_all_ = nullptr;
   std::vector<unsigned char> expected_;
   std::vector<unsigned char> stage_;  // host image of send_/recv_: inputs on their way in, results on their way out
   uint64_t check_rep_ = 0;
@@ -474,9 +488,10 @@ int run_perf(const PerfOptions& options, const ProcessContext& ctx) {
   }
   std::vector<int> status(per_process, kPerfExitOk);
   std::vector<std::thread> threads;
+  ThreadBarrier local(per_process);
   for (int i = 0; i < per_process; ++i) {
     threads.emplace_back([&, i] {
-      RankRunner runner(options, ctx, ctx.proc * per_process + i, nranks);
+      RankRunner runner(options, ctx, ctx.proc * per_process + i, nranks, &local);
       status[i] = runner.run();
     });
   }

@@ -472,7 +472,9 @@ extern "C" ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, 
   d.residence = residence;
   d.scalar_ptr = scalar;
   d.scalar_bits = 0;
-  memcpy(&d.scalar_bits, scalar, type_size(type));
+  // A device-resident scalar on the CUDA backend is GPU memory: the kernel reads it when it runs, and the
+  // host must not (it segfaulted on an H200); make_redop passes scalar_ptr for it on every backend.
+  if (where == ncclScalarHostImmediate) memcpy(&d.scalar_bits, scalar, type_size(type));
   size_t idx = 0;
   while (idx < comm->redops.size() && comm->redops[idx].in_use) ++idx;
   if (idx == comm->redops.size()) comm->redops.push_back(d); else comm->redops[idx] = d;
@@ -587,7 +589,7 @@ static ncclResult_t p2p(const char* fn, OpDesc::Kind kind, const void* s, void* 
   CCLAB_TRY(check_count(count, t, 1, fn, "count"));
   CCLAB_TRY(check_ptr(kind == OpDesc::Kind::kSend ? s : r, count, fn,
                         kind == OpDesc::Kind::kSend ? "sendbuff" : "recvbuff"));
-  CCLAB_TRY(check_stream(stream, fn));
+  if (!comm->cuda) CCLAB_TRY(check_stream(stream, fn));  // CUDA checks its streams at launch
   OpDesc d = coll_desc(fn, CollKind::kSendRecv, s, r, count, t, ncclSum, 0, comm, stream);
   d.kind = kind;
   d.peer = peer;
@@ -627,8 +629,14 @@ extern "C" ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count, ncclD
   CCLAB_TRY(check_count(count, t, comm->nranks, fn, "count"));
   CCLAB_TRY(check_ptr(s, count, fn, "sendbuff"));
   CCLAB_TRY(check_ptr(r, count, fn, "recvbuff"));
-  if (count > 0 && s == r)
-    return fail(report_error(ncclInvalidArgument, "%s: in-place AlltoAll (sendbuff == recvbuff) is not supported", fn));
+  // In place, every block but a rank's own would be overwritten while it is still being sent. With one
+  // rank the only block is the rank's own and stays where it is, so that is exact (nccl-tests runs
+  // alltoall in place too, on one GPU with one rank).
+  if (count > 0 && s == r && comm->nranks > 1)
+    return fail(report_error(ncclInvalidArgument,
+                             "%s: in-place AlltoAll (sendbuff == recvbuff) is not supported with %d ranks: the "
+                             "blocks for other ranks would be overwritten while they are sent",
+                             fn, comm->nranks));
   const size_t bytes = count * type_size(t);
   return as_group([&] {
     for (int p = 0; p < comm->nranks; ++p) {

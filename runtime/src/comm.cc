@@ -190,6 +190,7 @@ struct SharedParams {
   int nchannels;
   int channel_lo, channel_hi;  // NCCL_MIN/MAX_NCHANNELS, minCTAs/maxCTAs
   int channel_cap;             // CUDA: channel blocks per rank that fit beside the others on its GPU (0: no bound)
+  int gpu_sharing;             // CUDA: ranks on this rank's GPU, itself included (the largest wins)
   int buff_bytes;
   int64_t min_channel_bytes;
   int ll_buff_bytes;
@@ -227,6 +228,7 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   p->channel_lo = static_cast<int>(lo);
   p->channel_hi = static_cast<int>(hi);
   p->channel_cap = 0;
+  p->gpu_sharing = 1;
   if (comm->cuda) {
     // Ranks sharing a GPU (same host, same bus id) must have all their blocks resident at once.
     const PeerInfo& me = comm->peers[comm->rank];
@@ -247,6 +249,7 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
                  last_error());
     else if (resident > 0)
       p->channel_cap = std::max(1, resident / std::max(1, sharing));
+    p->gpu_sharing = std::max(1, sharing);
     if (sharing > 1)
       CCLAB_INFO(kLogInit, "rank %d: %d ranks share CUDA device %d, which holds %d of cclab's blocks at once", comm->rank,
                  sharing, comm->dev, resident);
@@ -322,7 +325,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   std::vector<SharedParams> params(comm->nranks);
   r = read_params(comm, &params[comm->rank]);
   if (r != ncclSuccess) {
-    params[comm->rank] = SharedParams{-1, 0, 0, 0, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
+    params[comm->rank] = SharedParams{-1, 0, 0, 0, 1, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
   }
   ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
   if (r != ncclSuccess) return r;
@@ -339,6 +342,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
     comm->nchannels = std::min(comm->nchannels, params[i].nchannels);
     comm->channel_lo = std::max(comm->channel_lo, params[i].channel_lo);
     comm->channel_hi = std::min(comm->channel_hi, params[i].channel_hi);
+    comm->gpu_sharing = std::max(comm->gpu_sharing, params[i].gpu_sharing);
     if (params[i].channel_cap > 0)
       comm->channel_cap = comm->channel_cap > 0 ? std::min(comm->channel_cap, params[i].channel_cap) : params[i].channel_cap;
     comm->buff_bytes = std::min(comm->buff_bytes, params[i].buff_bytes);

@@ -89,6 +89,7 @@ struct ncclComm {
   int nchannels = 1;
   int channel_lo = 1, channel_hi = 64;  // agreed NCCL_MIN/MAX_NCHANNELS (minCTAs/maxCTAs)
   int channel_cap = 0;                  // CUDA: most blocks per rank its GPU holds beside the others (0: none)
+  int gpu_sharing = 1;                  // CUDA: the most ranks of this communicator on one GPU
   bool virtual_model = false;           // the topology is the plain virtual model (no machine given or detected)
   int buff_bytes = 4 << 20;  // NCCL_BUFFSIZE, Simple FIFO bytes per connection
   int proto_buff_bytes[cclab::kNumProtocols] = {0, 0, 0};  // per protocol: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE

@@ -322,11 +322,13 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     // can hold.
     std::string note;
     comm->nchannels = cuda_channel_count(comm->virtual_model ? 0 : modelled_channels(comm->ring_graph, comm->tree_graph),
-                                         comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks, comm->channel_cap,
-                                         &note);
+                                         comm->gpu_sharing, comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks,
+                                         comm->channel_cap, &note);
     if (comm->rank == 0)
       CCLAB_INFO(kLogInit | kLogTuning, "%d channels on the CUDA backend (%s%s%s)", comm->nchannels,
-                 comm->virtual_model ? "virtual model: 16 by default" : "as NCCL would run on the modelled machine",
+                 !comm->virtual_model   ? "as NCCL would run on the modelled machine"
+                 : comm->gpu_sharing > 1 ? "virtual model, ranks sharing a GPU: as many as one launch carries"
+                                         : "virtual model: 16 by default",
                  note.empty() ? "" : "; ", note.c_str());
   }
   const std::vector<ChannelPlan> plan =

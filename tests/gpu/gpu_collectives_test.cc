@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/thread_barrier.h"
 #include "cclab/cclab.h"
 #include "nccl.h"
 #include "trace/trace.h"
@@ -110,6 +111,9 @@ struct Rank {
   ncclComm_t comm = nullptr;
 };
 
+// Frees wait until every rank's collective has completed (cclab::ThreadBarrier says why).
+using cclab::ThreadBarrier;
+
 // Runs f(r) on one thread per rank (each on its device) and joins.
 void each_rank(int n, const std::function<void(int)>& f) {
   std::vector<std::thread> t;
@@ -145,6 +149,10 @@ float* device_floats(size_t count, const std::function<float(size_t)>& f) {
   float* d = nullptr;
   cudaMalloc(&d, count * 4);
   cudaMemcpy(d, h.data(), count * 4, cudaMemcpyHostToDevice);
+  // From pageable memory cudaMemcpy may return before its DMA has landed (CUDA's API sync behaviour), and
+  // the collectives run on non-blocking streams that do not wait for the legacy stream: wait for it.
+  // (Seen on an H200: inputs still arriving while the kernel read them, a few wrong elements of 1 MiB.)
+  cudaStreamSynchronize(nullptr);
   return d;
 }
 
@@ -171,6 +179,7 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
   const int root = n > 1 ? 1 : 0;
   const size_t guard = 64;
   std::vector<std::string> err(n);
+  ThreadBarrier all_done(n);
   // Host copies of every rank's input, for the expected result.
   std::vector<std::vector<int>> vals(n, std::vector<int>(in_elems));
   for (int r = 0; r < n; ++r)
@@ -179,25 +188,26 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
     Rank& rk = ranks[r];
     cudaSetDevice(rk.dev);
     const size_t out_bytes = out_elems * es, in_bytes = in_elems * es;
+    // In place, a reduce_scatter's input (larger than its output) shares the buffer: big enough for both.
+    const size_t buf_bytes = (in_place && coll == kReduceScatter) ? in_bytes : out_bytes;
     char *out = nullptr, *in = nullptr;
-    if (cudaMalloc(&out, out_bytes + guard) != cudaSuccess) { err[r] = "cudaMalloc"; return; }
-    std::vector<char> host_in(in_bytes), host_out(out_bytes + guard, static_cast<char>(0xab));
+    if (cudaMalloc(&out, buf_bytes + guard) != cudaSuccess) {
+      err[r] = "cudaMalloc";
+      all_done.wait();
+      return;
+    }
+    std::vector<char> host_in(in_bytes), host_out(buf_bytes + guard, static_cast<char>(0xab));
     for (size_t i = 0; i < in_elems; ++i) put(t, host_in.data() + i * es, vals[r][i]);
-    cudaMemcpy(out, host_out.data(), out_bytes + guard, cudaMemcpyHostToDevice);
+    // Stream-ordered before the collective (see device_floats: a plain cudaMemcpy may not have landed).
+    cudaMemcpyAsync(out, host_out.data(), buf_bytes + guard, cudaMemcpyHostToDevice, rk.stream);
     if (in_place) {
       // The input sits where the collective expects it inside the output buffer.
       const size_t off = coll == kAllGather ? static_cast<size_t>(r) * count * es : 0;
-      if (coll == kReduceScatter) {  // input larger than output: a separate buffer big enough for both
-        cudaFree(out);
-        cudaMalloc(&out, in_bytes + guard);
-        std::vector<char> fill(in_bytes + guard, static_cast<char>(0xab));
-        cudaMemcpy(out, fill.data(), fill.size(), cudaMemcpyHostToDevice);
-      }
-      cudaMemcpy(out + off, host_in.data(), in_bytes, cudaMemcpyHostToDevice);
+      cudaMemcpyAsync(out + off, host_in.data(), in_bytes, cudaMemcpyHostToDevice, rk.stream);
       in = out + off;
     } else {
       cudaMalloc(&in, in_bytes + 1);
-      cudaMemcpy(in, host_in.data(), in_bytes, cudaMemcpyHostToDevice);
+      cudaMemcpyAsync(in, host_in.data(), in_bytes, cudaMemcpyHostToDevice, rk.stream);
     }
     ncclResult_t res = ncclSuccess;
     switch (coll) {
@@ -241,6 +251,7 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
         }
       }
     }
+    all_done.wait();
     if (!in_place) cudaFree(in);
     cudaFree(out);
   });
@@ -289,6 +300,7 @@ TEST(GpuCollectives, SendRecvRingShift) {
     std::vector<Rank> ranks = make_ranks(n);
     const size_t count = (1 << 18) + 5;
     std::vector<std::string> err(n);
+    ThreadBarrier all_done(n);
     each_rank(n, [&](int r) {
       cudaSetDevice(ranks[r].dev);
       float* s = device_floats(count, [&](size_t i) { return static_cast<float>(r * 1000 + i % 1000); });
@@ -302,6 +314,7 @@ TEST(GpuCollectives, SendRecvRingShift) {
       const int from = (r + n - 1) % n;
       if (err[r].empty())
         err[r] = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 1000 + i % 1000); });
+      all_done.wait();
       cudaFree(s);
       cudaFree(d);
     });
@@ -649,6 +662,7 @@ TEST(GpuTrace, GraphReplaysAreRecorded) {
   cclab::trace::Trace t;
   std::string why;
   ASSERT_TRUE(cclab::trace::read_trace(path, &t, &why)) << why;
+  EXPECT_EQ(t.meta.backend, "cuda");  // the header said "host" on the first GPU run
   std::set<uint64_t> ops;
   for (const auto& o : t.ops) ops.insert(o.op_count);
   const uint64_t kReplay = uint64_t(1) << 32;

@@ -39,32 +39,47 @@ TEST(ModelledChannels, PresetsGiveNcclsCounts) {
 
 TEST(CudaChannels, TheModelledCountOnAKnownMachine) {
   std::string note;
-  EXPECT_EQ(cuda_channel_count(modelled_on("dgx-h100", 1), 1, 64, 32, 0, &note), 24);
+  EXPECT_EQ(cuda_channel_count(modelled_on("dgx-h100", 1), 1, 1, 64, 32, 0, &note), 24);
   EXPECT_EQ(note, "");
-  EXPECT_EQ(cuda_channel_count(modelled_on("pcie-4gpu", 1), 1, 64, 32, 0, &note), 2);
+  EXPECT_EQ(cuda_channel_count(modelled_on("pcie-4gpu", 1), 1, 1, 64, 32, 0, &note), 2);
   EXPECT_EQ(note, "");
 }
 
 TEST(CudaChannels, SixteenOnTheVirtualModel) {
   std::string note = "stale";
-  EXPECT_EQ(cuda_channel_count(0, 1, 64, 32, 0, &note), 16);
+  EXPECT_EQ(cuda_channel_count(0, 1, 1, 64, 32, 0, &note), 16);
   EXPECT_EQ(note, "");
-  EXPECT_EQ(cuda_channel_count(0, 1, 4, 32, 0, nullptr), 4);   // NCCL_MAX_NCHANNELS=4
-  EXPECT_EQ(cuda_channel_count(0, 20, 64, 32, 0, nullptr), 20);  // NCCL_MIN_NCHANNELS=20
+  EXPECT_EQ(cuda_channel_count(0, 1, 1, 4, 32, 0, nullptr), 4);   // NCCL_MAX_NCHANNELS=4
+  EXPECT_EQ(cuda_channel_count(0, 1, 20, 64, 32, 0, nullptr), 20);  // NCCL_MIN_NCHANNELS=20
+}
+
+// Ranks sharing one GPU on the virtual model: as many as one launch carries, within what the GPU holds
+// for each (2 ranks on an H200 moved 1.48x the bytes of a 1 GiB all_reduce with 32 channels each than
+// with 16). A modelled machine keeps its own count; NCCL_MAX_NCHANNELS still bounds it.
+TEST(CudaChannels, RanksSharingAGpuFillIt) {
+  std::string note;
+  EXPECT_EQ(cuda_channel_count(0, 2, 1, 64, 32, 132 / 2, &note), 32);
+  EXPECT_EQ(note, "");
+  EXPECT_EQ(cuda_channel_count(0, 4, 1, 64, 32, 132 / 4, &note), 32);
+  EXPECT_EQ(cuda_channel_count(0, 8, 1, 64, 32, 132 / 8, &note), 16);
+  EXPECT_NE(note.find("only 16 blocks per rank fit"), std::string::npos) << note;
+  EXPECT_EQ(cuda_channel_count(0, 2, 1, 8, 32, 132 / 2, nullptr), 8);       // NCCL_MAX_NCHANNELS=8
+  EXPECT_EQ(cuda_channel_count(24, 2, 1, 64, 32, 132 / 2, nullptr), 24);    // a modelled machine
+  EXPECT_EQ(cuda_channel_count(0, 1, 1, 64, 32, 132, nullptr), 16);         // one rank per GPU: unchanged
 }
 
 TEST(CudaChannels, BoundsApplyToTheModelledCount) {
-  EXPECT_EQ(cuda_channel_count(24, 1, 12, 32, 0, nullptr), 12);
-  EXPECT_EQ(cuda_channel_count(2, 8, 64, 32, 0, nullptr), 8);
+  EXPECT_EQ(cuda_channel_count(24, 1, 1, 12, 32, 0, nullptr), 12);
+  EXPECT_EQ(cuda_channel_count(2, 1, 8, 64, 32, 0, nullptr), 8);
   // lo above hi (ranks asked for different bounds): hi wins, as in the agreed host count.
-  EXPECT_EQ(cuda_channel_count(24, 16, 8, 32, 0, nullptr), 8);
+  EXPECT_EQ(cuda_channel_count(24, 1, 16, 8, 32, 0, nullptr), 8);
 }
 
 TEST(CudaChannels, OneLaunchCarriesAtMost32Blocks) {
   std::string note;
-  EXPECT_EQ(cuda_channel_count(48, 1, 64, 32, 0, &note), 32);
+  EXPECT_EQ(cuda_channel_count(48, 1, 1, 64, 32, 0, &note), 32);
   EXPECT_NE(note.find("at most 32 blocks"), std::string::npos) << note;
-  EXPECT_EQ(cuda_channel_count(0, 40, 64, 32, 0, &note), 32);
+  EXPECT_EQ(cuda_channel_count(0, 1, 40, 64, 32, 0, &note), 32);
 }
 
 // Four ranks on a GPU that holds 132 blocks at once get 33 each at most; with 8 ranks, 16; with 40
@@ -72,12 +87,12 @@ TEST(CudaChannels, OneLaunchCarriesAtMost32Blocks) {
 // their peers spin on them.
 TEST(CudaChannels, SharedGpuHoldsEveryRanksBlocks) {
   std::string note;
-  EXPECT_EQ(cuda_channel_count(24, 1, 64, 32, 132 / 4, &note), 24);
+  EXPECT_EQ(cuda_channel_count(24, 1, 1, 64, 32, 132 / 4, &note), 24);
   EXPECT_EQ(note, "");
-  EXPECT_EQ(cuda_channel_count(24, 1, 64, 32, 132 / 8, &note), 16);
+  EXPECT_EQ(cuda_channel_count(24, 1, 1, 64, 32, 132 / 8, &note), 16);
   EXPECT_NE(note.find("only 16 blocks per rank fit"), std::string::npos) << note;
-  EXPECT_EQ(cuda_channel_count(0, 8, 64, 32, 132 / 40, &note), 3);
-  EXPECT_EQ(cuda_channel_count(0, 1, 64, 32, 1, nullptr), 1);
+  EXPECT_EQ(cuda_channel_count(0, 1, 8, 64, 32, 132 / 40, &note), 3);
+  EXPECT_EQ(cuda_channel_count(0, 1, 1, 64, 32, 1, nullptr), 1);
 }
 
 }  // namespace

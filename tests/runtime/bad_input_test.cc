@@ -131,6 +131,21 @@ TEST_F(BadInput, RootAndPeerOutOfRange) {
   EXPECT_BAD(ncclRecv(b_.data(), 16, ncclFloat, -1, c0_, nullptr), ncclInvalidArgument, "peer -1");
 }
 
+// In-place AlltoAll: refused with several ranks (blocks for other ranks would be overwritten while
+// they are sent), naming the rank count; with one rank the only block is the rank's own and the call
+// runs (nccl-tests' alltoall_perf calls it in place on one GPU), leaving the buffer as it was.
+TEST_F(BadInput, InPlaceAlltoAllNeedsOneRank) {
+  EXPECT_BAD(ncclAlltoAll(a_.data(), a_.data(), 16, ncclFloat, c0_, nullptr), ncclInvalidArgument, "in-place",
+             "2 ranks");
+  Comms one(1, 1);
+  ASSERT_NE(one[0], nullptr);
+  std::vector<float> buf(64);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<float>(i) * 0.5f;
+  const std::vector<float> before = buf;
+  NCCL_OK(ncclAlltoAll(buf.data(), buf.data(), buf.size(), ncclFloat, one[0], nullptr));
+  EXPECT_EQ(buf, before);
+}
+
 TEST_F(BadInput, NullCommAndInvalidStream) {
   EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
              "comm", "NULL");

@@ -112,9 +112,9 @@ int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_chan
   return std::min(nc, 64);
 }
 
-int cuda_channel_count(int modelled, int lo, int hi, int max_blocks, int resident, std::string* note) {
+int cuda_channel_count(int modelled, int gpu_sharing, int lo, int hi, int max_blocks, int resident, std::string* note) {
   std::string why;
-  int n = modelled > 0 ? modelled : 16;
+  int n = modelled > 0 ? modelled : gpu_sharing > 1 ? max_blocks : 16;
   n = std::min(std::max(n, std::max(lo, 1)), std::max(hi, 1));
   if (n > max_blocks) {
     why = "one launch carries at most " + std::to_string(max_blocks) + " blocks";

@@ -48,14 +48,17 @@ int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_chan
 
 // The channels a CUDA communicator runs, one thread block each per collective:
 //  - `modelled` (modelled_channels of the machine it models: the detected machine, or one given by
-//    CCLAB_TOPO / NCCL_TOPO_FILE), or, when that model is the virtual fallback (modelled <= 0), 16;
+//    CCLAB_TOPO / NCCL_TOPO_FILE), or, when that model is the virtual fallback (modelled <= 0), 16 -
+//    or, when ranks share a GPU (`gpu_sharing` > 1: the most ranks of the communicator on one GPU),
+//    `max_blocks`: with 16 each, 2 ranks keep 32 of an H200's 132 SMs busy, and 32 channels moved
+//    1.48x the bytes (2 ranks, 1 GiB all_reduce; docs/gpu.md, "Measured");
 //  - within [lo, hi] (NCCL_MIN/MAX_NCHANNELS and the config's minCTAs/maxCTAs, as the ranks agreed);
 //  - at most `max_blocks` (what one launch carries);
 //  - at most `resident` when > 0: the blocks each rank may keep on its GPU so that the blocks of all
 //    the ranks sharing that GPU are resident together (ranks spin on each other's blocks: a block left
 //    waiting for an SM would never let its peers finish). This bound wins over `lo`.
 // *note (may be null) says which bound cut the count, or is left empty.
-int cuda_channel_count(int modelled, int lo, int hi, int max_blocks, int resident, std::string* note);
+int cuda_channel_count(int modelled, int gpu_sharing, int lo, int hi, int max_blocks, int resident, std::string* note);
 
 // The cost model's input for ranks placed on `topo` (sm range of the GPUs they play, CPU identity of
 // machine 0, graphs, channels = modelled_channels unless `channels` > 0). `enable` and
