@@ -15,6 +15,15 @@ namespace viz {
 
 const trace::LinkLoad& VizState::load() const { return use_live_load ? live_load_out : trace().load; }
 
+namespace {
+// The cursor where --at puts it (a time, or a percentage of the trace), else at the trace's begin.
+void seek_to_at(VizState* s) {
+  const VizOptions& o = s->opt;
+  if (o.has_at) s->tl.seek(o.at_is_percent ? s->tl.begin + (s->tl.end - s->tl.begin) * o.at_us / 100 : o.at_us);
+  else s->tl.seek(s->tl.begin);
+}
+}  // namespace
+
 bool init_state(VizState* s, std::string* error) {
   const VizOptions& o = s->opt;
   for (const std::string& path : o.curves)
@@ -46,7 +55,7 @@ bool init_state(VizState* s, std::string* error) {
   s->load_index.build(s->load(), t.links.size());
   s->tl.set_range(t.begin_us(), t.end_us());
   s->tl.t = s->tl.begin;
-  if (o.has_at) s->tl.seek(o.at_is_percent ? s->tl.begin + (s->tl.end - s->tl.begin) * o.at_us / 100 : o.at_us);
+  seek_to_at(s);
   s->tl.follow = s->live != nullptr && !o.has_at;
   s->tl.speed = o.speed > 0 ? o.speed : default_speed(s->tl.end - s->tl.begin);
   return true;
@@ -97,21 +106,14 @@ bool follow_live_to_end(VizState* s, std::string* error) {
     refresh(s);  // a screenshot's refresh polls without waiting: pace it
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  refresh(s);  // the final load and index
+  refresh(s);  // the last events' index and (not interactive: at once) link load
   if (s->live->state() == LiveSource::State::kFailed && s->trace().events.empty()) {
     *error = s->live->status();
     return false;
   }
-  if (s->use_live_load) {  // a run that broke off: the incremental load of what arrived
-    s->live_load.fill(&s->live_load_out, s->trace().links.size());
-    s->load_index.build(s->load(), s->trace().links.size());
-  }
   s->tl.follow = false;
-  s->tl.set_range(s->trace().begin_us(), s->trace().end_us());
-  const VizOptions& o = s->opt;
-  if (o.has_at) s->tl.seek(o.at_is_percent ? s->tl.begin + (s->tl.end - s->tl.begin) * o.at_us / 100 : o.at_us);
-  else s->tl.seek(s->tl.begin);
-  refresh(s);
+  seek_to_at(s);
+  refresh(s);  // what is in flight at the cursor
   return true;
 }
 

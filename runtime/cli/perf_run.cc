@@ -189,15 +189,13 @@ class RankRunner {
     }
     check(cclabGetDeviceName(dev, mine.name, sizeof(mine.name), mine.bus_id, sizeof(mine.bus_id)),
           "cclabGetDeviceName");
-    RankRecord* in = report_in_;
-    RankRecord* all_dev = report_all_;
-    to_device(in, &mine, sizeof(mine));
-    check(ncclAllGather(in, all_dev, sizeof(RankRecord), ncclUint8, comm_, ctrl_stream()),
+    to_device(report_in_, &mine, sizeof(mine));
+    check(ncclAllGather(report_in_, report_all_, sizeof(RankRecord), ncclUint8, comm_, ctrl_stream()),
           "ncclAllGather (device report)");
     ctrl_wait();
     if (printer_) {
       std::vector<RankRecord> all(nranks_);
-      to_host(all.data(), all_dev, sizeof(RankRecord) * nranks_);
+      to_host(all.data(), report_all_, sizeof(RankRecord) * nranks_);
       BannerInfo b;
       b.collective = collective_name(o_.collective);
       b.threads = o_.threads;

@@ -27,13 +27,19 @@ bool pump(VizState* s, F done, double seconds = 10) {
   return false;
 }
 
-TEST(Live, FollowsARun) {
-  const std::string sock = "/tmp/cclab_viz_live_" + std::to_string(getpid()) + ".sock";
-  const trace::Trace full = viz_test::small_trace();
+// What a run serves before its first event: the trace without events, collectives or link load.
+trace::Trace header_of(const trace::Trace& full) {
   trace::Trace header = full;
   header.events.clear();
   header.ops.clear();
   header.load = trace::LinkLoad();
+  return header;
+}
+
+TEST(Live, FollowsARun) {
+  const std::string sock = "/tmp/cclab_viz_live_" + std::to_string(getpid()) + ".sock";
+  const trace::Trace full = viz_test::small_trace();
+  const trace::Trace header = header_of(full);
 
   VizState s;
   s.opt.live_socket = sock;
@@ -96,10 +102,7 @@ TEST(Live, FollowsARun) {
 TEST(Live, ScreenshotWaitsForTheRunToEnd) {
   const std::string sock = "/tmp/cclab_viz_live_shot_" + std::to_string(getpid()) + ".sock";
   const trace::Trace full = viz_test::small_trace();
-  trace::Trace header = full;
-  header.events.clear();
-  header.ops.clear();
-  header.load = trace::LinkLoad();
+  const trace::Trace header = header_of(full);
   for (bool at : {false, true}) {
     VizState s;
     s.opt.live_socket = sock;
