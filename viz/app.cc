@@ -22,6 +22,10 @@ void seek_to_at(VizState* s) {
   if (o.has_at) s->tl.seek(o.at_is_percent ? s->tl.begin + (s->tl.end - s->tl.begin) * o.at_us / 100 : o.at_us);
   else s->tl.seek(s->tl.begin);
 }
+// Playback speed: --speed, else the whole trace in about 10 s.
+void set_speed(VizState* s) {
+  s->tl.speed = s->opt.speed > 0 ? s->opt.speed : default_speed(s->tl.end - s->tl.begin);
+}
 }  // namespace
 
 bool init_state(VizState* s, std::string* error) {
@@ -57,7 +61,7 @@ bool init_state(VizState* s, std::string* error) {
   s->tl.t = s->tl.begin;
   seek_to_at(s);
   s->tl.follow = s->live != nullptr && !o.has_at;
-  s->tl.speed = o.speed > 0 ? o.speed : default_speed(s->tl.end - s->tl.begin);
+  set_speed(s);
   return true;
 }
 
@@ -112,6 +116,9 @@ bool follow_live_to_end(VizState* s, std::string* error) {
     return false;
   }
   s->tl.follow = false;
+  // As for a file: a speed from the whole run (following, it came from the first events that arrived,
+  // so two screenshots of one run could show different speeds).
+  set_speed(s);
   seek_to_at(s);
   refresh(s);  // what is in flight at the cursor
   return true;

@@ -118,7 +118,11 @@ TEST(Live, ScreenshotWaitsForTheRunToEnd) {
       trace::LiveServer srv;
       std::string e;
       if (!srv.start(sock, header, 5, &e)) return;  // waits up to 5 s for the viewer
-      for (const auto& ev : full.events) srv.push(ev);
+      // Half the run, a pause in which the viewer sees only that half, then the rest.
+      const size_t half = full.events.size() / 2;
+      for (size_t i = 0; i < half; ++i) srv.push(full.events[i]);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      for (size_t i = half; i < full.events.size(); ++i) srv.push(full.events[i]);
       srv.push_ops(full.ops);
       srv.finish();
     });
@@ -128,6 +132,7 @@ TEST(Live, ScreenshotWaitsForTheRunToEnd) {
     EXPECT_EQ(s.live->state(), LiveSource::State::kComplete) << s.live->status();
     EXPECT_EQ(s.index.indexed(), full.events.size());
     EXPECT_FALSE(s.tl.follow);
+    EXPECT_DOUBLE_EQ(s.tl.speed, default_speed(full.end_us() - full.begin_us()));  // the whole run's
     EXPECT_DOUBLE_EQ(s.tl.t, at ? full.begin_us() + (full.end_us() - full.begin_us()) / 2 : full.begin_us());
     trace::Trace computed = full;
     trace::compute_link_load(&computed);
