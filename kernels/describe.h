@@ -11,6 +11,19 @@
 
 namespace cclab {
 
+// nccl-tests' bus bandwidth factor of a collective over n ranks: all_reduce 2(n-1)/n, all_gather and
+// reduce_scatter (n-1)/n, the others 1 (0 for the first three with one rank, which moves nothing).
+inline double bus_factor(CollKind coll, int n) {
+  if (n <= 1)
+    return coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter ? 0.0 : 1.0;
+  switch (coll) {
+    case CollKind::kAllReduce: return 2.0 * (n - 1) / n;
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter: return static_cast<double>(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
 // NCCL's primitive names: "send", "recvReduceSend", ...
 inline const char* prim_name(PrimKind p) {
   switch (p) {

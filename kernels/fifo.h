@@ -39,7 +39,7 @@ struct alignas(128) ConnCounter {
 // ends[s % NCCL_STEPS] = s + k before it posts tail. A record belongs to step s when ends > s; a slot
 // whose record is older (ends <= s) was skipped by the end-of-operation rounding to a chunk boundary.
 // So a proxy that sees tail move can cut what was posted into the slices the sender wrote, however
-// many it finds at once, without knowing the operation (runtime/src/transport_net.h).
+// many it finds at once, without knowing the operation (runtime/transport/net.h).
 struct alignas(128) ConnFifoHeader {
   ConnCounter head;             // written by the receiver
   ConnCounter tail;             // written by the sender

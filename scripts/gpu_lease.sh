@@ -64,7 +64,7 @@ pack() {
   # Shared libraries the binaries load that are not glibc's, the compiler's or the driver's.
   local libs
   libs=$(for f in "$carry/$build_rel/runtime/cli/cclab" "$carry/$build_rel/tests/gpu/gpu_collectives_test"; do
-    LD_LIBRARY_PATH="$build/runtime/src:$build/kernels" ldd "$f"; done |
+    LD_LIBRARY_PATH="$build/runtime:$build/kernels" ldd "$f"; done |
     awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u |
     grep -Ev '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[^/]*|libcuda|libnvidia[^/]*)\.so' |
     grep -v "^$build")

@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh [BUILD_DIR] [extra cmake -D options...]
 #
-# Environment: CCLAB_BUILD_TYPE (default RelWithDebInfo), CCLAB_JOBS (default: number of cores).
+# Environment: CCLAB_BUILD_TYPE (default RelWithDebInfo), CCLAB_JOBS (default: number of cores),
+# CCLAB_TARGETS (what to build, e.g. cclab_cli; default: everything).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$root/build}"
@@ -12,7 +13,7 @@ shift || true
 
 packages=(build-essential cmake ninja-build ccache pkg-config libgtest-dev libopenmpi-dev openmpi-bin
           libcli11-dev nlohmann-json3-dev libfmt-dev libpugixml-dev libsimgrid-dev libzstd-dev zlib1g-dev
-          libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri xvfb xauth)
+          libimgui-dev libglfw3-dev libstb-dev libgl1-mesa-dri xvfb xauth python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,4 +31,6 @@ if [ ! -f "$build/build.ninja" ]; then
 elif (($#)); then
   cmake "$build" "$@"
 fi
-cmake --build "$build" -j "${CCLAB_JOBS:-$(nproc)}"
+targets=()
+for t in ${CCLAB_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "${CCLAB_JOBS:-$(nproc)}" "${targets[@]}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/sysfs_capture.sh OUT.tgz [SYSFS_ROOT] - copies what cclab's topology detection reads
-# (runtime/src/graph/detect.h, "What is read") from this machine's sysfs into a tarball laid out as
+# (runtime/graph/detect.h, "What is read") from this machine's sysfs into a tarball laid out as
 # /sys is, so that a fake tree of this machine can be made for tests/graph (CCLAB_SYSFS_ROOT points
 # detection at an unpacked copy). Taken: the PCI path of every GPU (class 0x03), NVSwitch/bridge
 # (0x068000), NIC (0x02) and InfiniBand HCA (0x0207) with each ancestor's attribute files,

@@ -127,9 +127,6 @@ bool simulate(const SimConfig& cfg, SimResult* out, std::string* error, const Si
 bool simulate_in_process(const SimConfig& cfg, SimResult* out, std::string* error,
                          const SimProgress& progress = nullptr);
 
-// nccl-tests' bus bandwidth factor of a collective over n ranks (all_reduce 2(n-1)/n, ...).
-double bus_factor(CollKind coll, int nranks);
-
 // The event log of a run as text, one step per line, for golden files:
 //   "<begin_us> <end_us> r<rank> c<channel> <prim> send=<peer> recv=<peer> step=<n> bytes=<n>"
 std::string format_events(const std::vector<StepRecord>& events);

@@ -68,18 +68,6 @@ const char* sim_level_name(SimLevel l) {
   return "?";
 }
 
-double bus_factor(CollKind coll, int n) {
-  if (n <= 1) return coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter
-                         ? 0.0
-                         : 1.0;
-  switch (coll) {
-    case CollKind::kAllReduce: return 2.0 * (n - 1) / n;
-    case CollKind::kAllGather:
-    case CollKind::kReduceScatter: return static_cast<double>(n - 1) / n;
-    default: return 1.0;
-  }
-}
-
 std::string format_events(const std::vector<StepRecord>& events) {
   std::string out;
   char line[256];

@@ -10,6 +10,7 @@
 #include "trace/from_topo.h"
 #include "trace/live.h"
 #include "trace/trace.h"
+#include "kernels/describe.h"
 
 namespace cclab {
 namespace sim {

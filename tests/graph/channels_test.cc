@@ -1,4 +1,4 @@
-// Tests of the channel counts (runtime/src/graph/channels.cc): the channels NCCL would run on each
+// Tests of the channel counts (runtime/graph/channels.cc): the channels NCCL would run on each
 // preset (modelled_channels: the fewer of the ring and tree graphs' channels, doubled, as NCCL's
 // connect.cc does) and the count a CUDA communicator runs (cuda_channel_count): the modelled count on a
 // known machine, 16 on the virtual model, within NCCL_MIN/MAX_NCHANNELS, one launch's 32 blocks, and

@@ -1,4 +1,4 @@
-// Tests of the channel search (runtime/src/graph/search.cc, NCCL's ncclTopoCompute): the structure of
+// Tests of the channel search (runtime/graph/search.cc, NCCL's ncclTopoCompute): the structure of
 // every channel (each GPU once; NVLink-only rings on NVSwitch machines; few socket crossings; NVLink
 // bridges used; rails kept across machines; the NIC's own GPU at the ring's ends), the ring order over
 // all ranks, the tree patterns' chains, and the channel counts and bandwidths NCCL 2.28.9 finds on

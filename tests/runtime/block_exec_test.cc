@@ -23,7 +23,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "host_exec.h"
+#include "backends/host/host_exec.h"
 #include "kernels/block_kernel.h"
 #include "kernels/collectives.h"
 

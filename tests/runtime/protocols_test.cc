@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "host_exec.h"
+#include "backends/host/host_exec.h"
 #include "kernels/primitives_ll.h"
 #include "kernels/primitives_ll128.h"
 #include "kernels/proto_ll.h"

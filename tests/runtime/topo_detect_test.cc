@@ -16,7 +16,7 @@
 
 #include "../graph/fake_sysfs.h"
 #include "base/param.h"
-#include "comm.h"
+#include "core/comm.h"
 #include "comm_fixture.h"
 #include "graph/topo.h"
 

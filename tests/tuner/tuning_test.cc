@@ -1,4 +1,4 @@
-// tests/tuner/tuning_test.cc - NCCL's cost model (runtime/src/graph/tuning.*) on hand-built graphs:
+// tests/tuner/tuning_test.cc - NCCL's cost model (runtime/graph/tuning.*) on hand-built graphs:
 // exact latencies and bandwidths worked out from NCCL 2.28.9's formulas (the arithmetic is in the
 // comments), the choices NCCL makes across sizes, NCCL_ALGO / NCCL_PROTO, LL128's default rule, and
 // the channel/thread trimming for small sizes.

@@ -1,0 +1,276 @@
+// runtime/backends/host/host_backend.cc - the host backend (host_backend.h). A group's operations are
+// split by communicator into plans; each plan runs on the stream of its first operation (a host
+// stream's worker, or inline / on the communicator's internal stream for the NULL stream). A plan runs
+// its collectives in order, then all its point-to-point operations together.
+#include "backends/host/host_backend.h"
+
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "backends/host/host_exec.h"
+#include "backends/host/host_kernels.h"
+#include "backends/host/lanes.h"
+#include "base/log.h"
+#include "base/param.h"
+#include "base/sync.h"
+#include "core/comm.h"
+#include "core/enqueue.h"
+#include "core/recorder.h"
+#include "core/stream.h"
+
+namespace cclab {
+
+// A host communicator's executor state (ncclComm::host_state).
+struct HostComm {
+  HostExecConfig exec_cfg;                    // waits: spin, yield, timeout, stuck warning, abort flag
+  std::unique_ptr<LanePool> lanes;            // the threads that play the channels' thread blocks
+  std::unique_ptr<HostStream> internal_stream;  // runs NULL-stream work of multi-communicator groups
+};
+
+namespace {
+
+HostComm& host_of(ncclComm_t comm) { return *comm->host_state; }
+
+// The executor's configuration for one launch: the communicator's, with the observer set now
+// (cclabCommSetObserver may come after init).
+HostExecConfig exec_config(ncclComm_t comm) {
+  HostExecConfig cfg = host_of(comm).exec_cfg;
+  cfg.observer = comm->observer;
+  cfg.observer_data = comm->observer_data;
+  return cfg;
+}
+
+class HostBackend final : public Backend {
+ public:
+  cclabBackend_t kind() const override { return cclabBackendHost; }
+  ncclResult_t attach(ncclComm_t comm) override;
+  void detach(ncclComm_t comm) override;
+  ncclResult_t launch(std::vector<OpDesc>& ops) override;
+};
+
+ncclResult_t HostBackend::attach(ncclComm_t comm) {
+  auto hc = std::make_shared<HostComm>();
+  hc->exec_cfg.abort_flag = &comm->abort_flag;
+  hc->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", 20));
+  hc->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
+  hc->exec_cfg.timeout_us = comm->timeout_s * 1e6;
+  hc->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+  hc->lanes = std::make_unique<LanePool>(hc->exec_cfg.spin_us);
+  hc->internal_stream = std::make_unique<HostStream>();
+  comm->host_state = std::move(hc);
+  return ncclSuccess;
+}
+
+void HostBackend::detach(ncclComm_t comm) {
+  if (!comm->host_state) return;  // init failed before attach
+  comm->host_state->internal_stream.reset();  // drains it
+  comm->host_state->lanes.reset();
+}
+
+ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what) {
+  ncclResult_t code = ex.failure() == WaitFailure::kAborted     ? ncclInternalError
+                      : ex.failure() == WaitFailure::kTimedOut  ? ncclSystemError
+                                                                : ncclInvalidUsage;
+  std::string msg = std::string(what) + ": " + ex.failure_message();
+  if (ex.failure() == WaitFailure::kAborted) {
+    // Not the user's abort but a broken connection (a NET proxy raised the flag): say what broke.
+    std::lock_guard<std::mutex> lk(comm->error_mu);
+    if (comm->async_error.load() != ncclSuccess) {
+      code = static_cast<ncclResult_t>(comm->async_error.load());
+      msg += " (" + comm->async_message + ")";
+    }
+  }
+  set_async_error(comm, code, msg);
+  return report_error(code, "%s", msg.c_str());
+}
+
+ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
+  CollWork w;
+  AlgoKind algo = AlgoKind::kRing;
+  size_t total = 0;
+  ncclResult_t res = prepare_collective(comm, op, &w, &algo, &total);
+  if (res != ncclSuccess) return res;
+  const bool tree = algo == AlgoKind::kTree;
+  HostCollFn fn = host_coll_kernel(op.type);
+  HostTreeFn tree_fn = host_tree_kernel(op.type);
+  HostComm& hc = host_of(comm);
+  HostExecConfig cfg = exec_config(comm);
+  RecordCtx rctx{recorder(), w.proto};
+  if (comm->recording) {
+    cfg.record = recorder_step;
+    cfg.record_data = &rctx;
+  }
+  std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
+  const double t_begin = comm->recording ? now_us() : 0.0;
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(w.nchannels);
+  for (int c = 0; c < w.nchannels; ++c) {
+    tasks.emplace_back([&, c] {
+      Channel& ch = comm->channels[c];
+      if (tree) {
+        TreeConns conns{};
+        if (ch.tree.up >= 0) {
+          PeerConns& pc = ch.peers[ch.tree.up];
+          conns.up_recv = &pc.recv[w.proto].info;
+          conns.up_send = &pc.send[w.proto].info;
+        }
+        conns.ndown = ch.tree.ndown;
+        for (int i = 0; i < ch.tree.ndown; ++i) {
+          PeerConns& pc = ch.peers[ch.tree.down[i]];
+          conns.down_recv[i] = &pc.recv[w.proto].info;
+          conns.down_send[i] = &pc.send[w.proto].info;
+        }
+        tree_fn(execs[c], w, ch.tree, conns, c);
+        return;
+      }
+      RingView ring{ch.view.data(), comm->nranks};
+      fn(execs[c], w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
+         comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
+    });
+  }
+  hc.lanes->run(tasks);
+  for (auto& ex : execs)
+    if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  if (comm->recording)
+    recorder_op(comm, w.op_count, op.coll, algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
+                total, w.nchannels, t_begin, now_us());
+  return ncclSuccess;
+}
+
+// All point-to-point operations of one plan. NCCL's schedule: in round r a rank sends to rank+r and
+// receives from rank-r, both at once. Every rank walks the rounds in the same order, so a send and
+// its receive always meet in the same round, and grouped send/recv patterns that would deadlock one
+// by one (a ring shift of large messages) complete.
+ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+  HostComm& hc = host_of(comm);
+  const int n = comm->nranks, me = comm->rank;
+  std::vector<std::vector<const OpDesc*>> sends(n), recvs(n);
+  for (const OpDesc* o : ops) (o->kind == OpDesc::Kind::kSend ? sends : recvs)[o->peer].push_back(o);
+  const uint64_t op_count = comm->op_count++;
+  // Round 0: to and from myself, a local copy, matched in order.
+  if (sends[me].size() != recvs[me].size())
+    return report_error(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
+                        sends[me].size(), recvs[me].size());
+  for (size_t i = 0; i < sends[me].size(); ++i) {
+    const OpDesc* s = sends[me][i];
+    const OpDesc* r = recvs[me][i];
+    const size_t sb = s->count * type_size(s->type), rb = r->count * type_size(r->type);
+    if (sb != rb)
+      return report_error(ncclInvalidUsage, "rank %d: send of %zu bytes to itself meets a receive of %zu bytes", me, sb,
+                          rb);
+    if (sb && r->recv != s->send) memmove(r->recv, s->send, sb);
+  }
+  for (int round = 1; round < n; ++round) {
+    const int to = (me + round) % n, from = (me - round + n) % n;
+    if (sends[to].empty() && recvs[from].empty()) continue;
+    const HostExecConfig cfg = exec_config(comm);
+    HostExec send_ex(cfg), recv_ex(cfg);
+    ncclResult_t send_err = ncclSuccess, recv_err = ncclSuccess;
+    // A task may run on a lane thread, whose last error the caller cannot see: keep the message.
+    std::string send_msg, recv_msg;
+    std::vector<std::function<void()>> tasks;
+    if (!sends[to].empty())
+      tasks.emplace_back([&] {
+        Conn* c = nullptr;
+        send_err = p2p_connect_send(comm, to, &c);
+        if (send_err != ncclSuccess) send_msg = last_error();
+        for (size_t i = 0; send_err == ncclSuccess && i < sends[to].size(); ++i) {
+          const OpDesc* o = sends[to][i];
+          P2pWork w{const_cast<void*>(o->send), o->count * type_size(o->type), to, me, op_count};
+          if (!host_p2p_send(send_ex, w, 0, &c->info)) send_err = ncclInternalError;
+        }
+      });
+    if (!recvs[from].empty())
+      tasks.emplace_back([&] {
+        Conn* c = nullptr;
+        recv_err = p2p_connect_recv(comm, from, &c);
+        if (recv_err != ncclSuccess) recv_msg = last_error();
+        for (size_t i = 0; recv_err == ncclSuccess && i < recvs[from].size(); ++i) {
+          const OpDesc* o = recvs[from][i];
+          P2pWork w{o->recv, o->count * type_size(o->type), from, me, op_count};
+          if (!host_p2p_recv(recv_ex, w, 0, &c->info)) recv_err = ncclInternalError;
+        }
+      });
+    hc.lanes->run(tasks);
+    if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend");
+    if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv");
+    for (auto* e : {&send_err, &recv_err}) {
+      if (*e == ncclSuccess) continue;
+      const std::string msg = std::string(e == &send_err ? "ncclSend: " : "ncclRecv: ") +
+                              (e == &send_err ? send_msg : recv_msg);
+      set_async_error(comm, *e, msg);
+      return report_error(*e, "%s", msg.c_str());
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
+  set_log_rank(comm->rank);
+  std::vector<const OpDesc*> p2p;
+  ncclResult_t result = ncclSuccess;
+  for (const OpDesc& o : ops) {
+    if (o.kind != OpDesc::Kind::kColl) {
+      p2p.push_back(&o);
+      continue;
+    }
+    if (result == ncclSuccess) result = run_collective(comm, o);
+  }
+  if (result == ncclSuccess && !p2p.empty()) result = run_p2p(comm, p2p);
+  return result;
+}
+
+ncclResult_t HostBackend::launch(std::vector<OpDesc>& ops) {
+  for (const OpDesc& o : ops)
+    if (o.comm->backend != this)
+      return report_error(ncclInvalidUsage, "%s: a group mixes host communicators with %s ones", o.fn,
+                          cclabBackendName(o.comm->backend->kind()));
+  // Split by communicator, keeping each communicator's order.
+  std::vector<ncclComm_t> order;
+  std::map<ncclComm_t, std::vector<OpDesc>> plans;
+  for (OpDesc& o : ops) {
+    auto it = plans.find(o.comm);
+    if (it == plans.end()) {
+      order.push_back(o.comm);
+      it = plans.emplace(o.comm, std::vector<OpDesc>{}).first;
+    }
+    it->second.push_back(o);
+  }
+  if (order.size() == 1 && plans[order[0]][0].stream == nullptr) {
+    ncclComm_t comm = order[0];
+    comm->inflight.fetch_add(1);
+    ncclResult_t r = run_plan(comm, plans[comm]);
+    comm->inflight.fetch_sub(1);
+    return r;
+  }
+  std::vector<ncclComm_t> waits;
+  for (ncclComm_t comm : order) {
+    std::vector<OpDesc>& plan = plans[comm];
+    bool valid = true;
+    HostStream* hs = host_stream_lookup(plan[0].stream, &valid);
+    if (!hs) {
+      hs = host_of(comm).internal_stream.get();
+      waits.push_back(comm);
+    }
+    comm->inflight.fetch_add(1);
+    hs->enqueue([comm, plan = std::move(plan)] {
+      ncclResult_t r = run_plan(comm, plan);
+      comm->inflight.fetch_sub(1);
+      return r;
+    });
+  }
+  ncclResult_t result = ncclSuccess;
+  for (ncclComm_t comm : waits) {
+    ncclResult_t r = host_of(comm).internal_stream->synchronize();
+    if (result == ncclSuccess) result = r;
+  }
+  return result;
+}
+
+}  // namespace
+
+Backend* host_backend_create() { return new HostBackend; }
+
+}  // namespace cclab

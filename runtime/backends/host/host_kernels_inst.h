@@ -1,0 +1,17 @@
+// Included once per datatype by host_kernels_<type>.cc: instantiates every ring collective for T.
+#pragma once
+
+#include "backends/host/host_kernels.h"
+#include "kernels/collectives.h"
+
+#define CCLAB_HOST_KERNEL(T, NAME)                                                                    \
+  namespace cclab {                                                                                   \
+  bool host_coll_##NAME(HostExec& exec, const CollWork& w, const RingView& ring, int channel,         \
+                        ConnInfo* recv, ConnInfo* send) {                                             \
+    return run_ring_channel<T, HostExec>(exec, w, ring, channel, recv, send);                         \
+  }                                                                                                   \
+  bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
+                        const TreeConns& conns, int channel) {                                        \
+    return run_tree_channel<T, HostExec>(exec, w, tree, conns, channel);                              \
+  }                                                                                                   \
+  }

@@ -1,0 +1,180 @@
+// runtime/core/comm.h - the communicator (struct ncclComm) and its connections.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bootstrap/bootstrap.h"
+#include "cclab/cclab.h"
+#include "core/backend.h"
+#include "core/stream.h"
+#include "graph/algo_proto.h"
+#include "graph/detect.h"
+#include "graph/search.h"
+#include "graph/topo.h"
+#include "graph/tuning.h"
+#include "kernels/fifo.h"
+#include "kernels/trees.h"
+#include "kernels/work.h"
+#include "transport/transport.h"
+
+namespace cclab {
+
+struct CudaComm;  // backends/cuda/cuda_backend.cc
+struct HostComm;  // backends/host/host_backend.cc
+
+// What every rank tells every other rank at init (all-gathered over the bootstrap).
+struct PeerInfo {
+  uint64_t host_hash;  // same host <=> same value
+  uint64_t proc_hash;  // same process <=> same value
+  int pid;
+  int dev;             // the "device" index this rank plays in its process
+  int64_t gpu_busid;   // CUDA backend: the PCI bus id of its GPU (NCCL's packed form); -1 otherwise
+  int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
+};
+
+// One end of one connection, with the memory that keeps it alive.
+struct Conn {
+  ConnInfo info;
+  std::shared_ptr<Segment> seg;
+  std::shared_ptr<void> cuda_mem;  // CUDA backend: the FIFO's device or mapped memory (cuda_backend.cc)
+  int cuda_slot = -1;              // CUDA backend: this end's ConnInfo in the communicator's device table
+  TransportKind kind = TransportKind::kP2p;
+  bool connected = false;
+};
+
+// This rank's connections with one peer on one channel: one FIFO per protocol (LL, LL128, Simple)
+// and direction, as NCCL's channel->peers[peer]->send/recv[connIndex]. The ring and the tree of a
+// channel share them when they talk to the same peer.
+struct PeerConns {
+  Conn recv[kNumProtocols];  // data from the peer
+  Conn send[kNumProtocols];  // data to the peer
+};
+
+struct Channel {
+  std::vector<int> ring;  // ring order starting at rank 0 (same list on every rank)
+  std::vector<int> view;  // ring order starting at this rank (RingView::ranks)
+  int tree_index = 0;     // which of the double tree's two trees this channel runs (tree_of_channel)
+  TreeLinks tree{};       // this rank's parent and children in that tree
+  std::map<int, PeerConns> peers;  // by peer rank
+  PeerConns& prev() { return peers[view[view.size() - 1]]; }
+  PeerConns& next() { return peers[view[view.size() > 1 ? 1 : 0]]; }
+};
+
+// Dynamic reduction op created by ncclRedOpCreatePreMulSum.
+struct DynRedOp {
+  bool in_use = false;
+  ncclDataType_t type;
+  uint64_t scalar_bits;
+  ncclScalarResidence_t residence;
+  const void* scalar_ptr;  // for ncclScalarDevice: read at execution
+};
+
+}  // namespace cclab
+
+struct ncclComm {
+  uint64_t magic = 0;
+  int rank = -1;
+  int nranks = 0;
+  int dev = 0;
+  std::string id_hash;      // names this communicator's connections
+  ncclConfig_t config;
+  std::unique_ptr<cclab::Bootstrap> bootstrap;
+  std::vector<cclab::PeerInfo> peers;
+  int nchannels = 1;
+  int channel_lo = 1, channel_hi = 64;  // agreed NCCL_MIN/MAX_NCHANNELS (minCTAs/maxCTAs)
+  int channel_cap = 0;                  // CUDA: most blocks per rank its GPU holds beside the others (0: none)
+  int gpu_sharing = 1;                  // CUDA: the most ranks of this communicator on one GPU
+  bool virtual_model = false;           // the topology is the plain virtual model (no machine given or detected)
+  int buff_bytes = 4 << 20;  // NCCL_BUFFSIZE, Simple FIFO bytes per connection
+  int proto_buff_bytes[cclab::kNumProtocols] = {0, 0, 0};  // per protocol: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
+  size_t min_channel_bytes = 64 << 10;  // CCLAB_MIN_CHANNEL_BYTES: smallest share of a collective per channel
+  std::vector<cclab::Channel> channels;
+  // Topology, searched graphs and cost model (identical on every rank: computed from agreed inputs).
+  cclab::Topology topo;
+  cclab::TopoGraph ring_graph, tree_graph;
+  cclab::CostModel tuner;
+  cclab::AlgoProtoEnable algo_proto;  // NCCL_ALGO / NCCL_PROTO as agreed by every rank
+  int nnodes = 1;                     // machines holding ranks
+  std::vector<int> rank_node;         // machine of each rank
+  std::vector<int> rank_dev;          // GPU dev of each rank on its machine
+  std::mutex connect_mu;              // lazily connecting channels (runtime connect)
+  std::atomic<int> connected_channels[2][cclab::kNumProtocols] = {};  // [ring, tree][proto]: channels connected
+  std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
+  std::atomic<int> abort_flag{0};
+  // Its NET connections are closed for good: one broke (the peer was lost; that raised abort_flag too),
+  // or ncclCommShrink(NCCL_SHRINK_ABORT) closed them. New work is refused with stop_message.
+  std::atomic<bool> stopped{false};
+  ncclResult_t stop_code = ncclSuccess;  // under error_mu: what new work is refused with (as NCCL, the
+  std::string stop_message;              // error that stopped it) and why
+  std::atomic<int> async_error{ncclSuccess};
+  std::atomic<int> init_state{ncclSuccess};  // ncclInProgress while a non-blocking init runs
+  std::mutex error_mu;
+  std::string async_message;
+  uint64_t op_count = 0;
+  cclabObserverFn observer = nullptr;
+  void* observer_data = nullptr;
+  std::vector<cclab::DynRedOp> redops;
+  std::thread init_thread;  // non-blocking init
+  std::atomic<int> inflight{0};  // plans queued or running
+  bool finalized = false;
+  int shrink_count = 0;  // ncclCommShrink calls on this communicator (tags their bootstrap messages)
+  double timeout_s = 0;
+  bool recording = false;  // CCLAB_TRACE / CCLAB_LIVE record this communicator (recorder.h)
+  // The backend it was created under (core/backend.h): every launch, connection and lifecycle step of
+  // the communicator goes through it. `sim` and `cuda` say what its ranks play (simulated GPUs, real
+  // GPUs), which the channel count, transports and protocols depend on.
+  cclab::Backend* backend = nullptr;
+  bool sim = false;
+  bool cuda = false;
+  std::shared_ptr<cclab::HostComm> host_state;  // host backend
+  std::shared_ptr<cclab::CudaComm> cuda_state;  // CUDA backend
+};
+
+namespace cclab {
+
+constexpr uint64_t kCommMagic = 0x63636c6162636f6dull;  // "cclabcom"
+
+// Checks that `comm` is a live communicator (not destroyed, not garbage); names `fn` in the error.
+ncclResult_t check_comm(ncclComm_t comm, const char* fn);
+// ... and that its (possibly non-blocking) init has finished successfully and it was neither aborted
+// nor stopped. `stopped_ok`: a stopped communicator passes (ncclCommShrink with NCCL_SHRINK_ABORT,
+// which exists to get past a lost peer).
+ncclResult_t check_comm_ready(ncclComm_t comm, const char* fn, bool stopped_ok = false);
+
+// Stops the proxies of the communicator's NET connections (all asked at once, then joined) and says
+// whether it had any. With the abort flag raised they stop at once and close their sockets.
+bool net_stop_all(ncclComm_t comm);
+
+// Topology detection's GPUs for the host of `rank` (comm_topo.cc): the bus ids and compute capabilities
+// of the ranks on that host, in rank order (empty when ranks carry no bus id: the host backend). Returns
+// "" when detection can model the ranks, else why not: a GPU two ranks of one host share (a model GPU
+// plays one rank), or some ranks with a bus id and some without. Depends on the peer table alone, so
+// every rank decides the same.
+std::string detection_gpus(const std::vector<PeerInfo>& peers, int rank, std::vector<DetectGpu>* gpus);
+
+// FNV-1a over `n` bytes (continuing from `h`): ids and agreement checks between ranks.
+uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
+
+// Marks the communicator stopped (ncclComm::stopped): from now on new work is refused with `r` and
+// `why` (the first reason given wins).
+void mark_stopped(ncclComm_t comm, ncclResult_t r, const std::string& why);
+
+// Records an asynchronous error (first one wins) and its message.
+void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg);
+
+// Connects, if not done yet, the connections algorithm `algo` (kRing / kTree) needs with protocol
+// `proto` on channels [0, nchannels) (NCCL's runtime connect: on first use, by every rank at the same
+// collective).
+ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels);
+
+// Connects point-to-point connections with `peer` if not done yet (both directions lazily).
+ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out);
+ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out);
+
+}  // namespace cclab

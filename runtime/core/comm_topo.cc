@@ -1,0 +1,376 @@
+// Communicator init, second half: the machine model, the searched rings and trees, the channels built
+// from them, and the cost model the tuner uses per call. Every rank computes the same result from the
+// same inputs (the environment, checked to agree, and the all-gathered peer table), so no further
+// exchange is needed.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+
+#include "base/log.h"
+#include "base/param.h"
+#include "core/comm.h"
+#include "graph/channels.h"
+#include "graph/detect.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/tree.h"
+
+namespace cclab {
+namespace {
+
+// Machine of every rank when no topology is given: ranks of one host share a machine, in order of
+// first appearance.
+void machines_from_hosts(ncclComm_t comm, int* nmachines, int* per_machine) {
+  std::vector<uint64_t> hosts;
+  comm->rank_node.assign(comm->nranks, 0);
+  comm->rank_dev.assign(comm->nranks, 0);
+  std::vector<int> count;
+  for (int r = 0; r < comm->nranks; ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), comm->peers[r].host_hash);
+    int m = static_cast<int>(it - hosts.begin());
+    if (it == hosts.end()) {
+      hosts.push_back(comm->peers[r].host_hash);
+      count.push_back(0);
+    }
+    comm->rank_node[r] = m;
+    comm->rank_dev[r] = count[m]++;
+  }
+  *nmachines = static_cast<int>(hosts.size());
+  *per_machine = *std::max_element(count.begin(), count.end());
+}
+
+}  // namespace
+
+std::string detection_gpus(const std::vector<PeerInfo>& peers, int rank, std::vector<DetectGpu>* gpus) {
+  gpus->clear();
+  std::map<std::pair<uint64_t, int64_t>, int> owner;
+  int with_busid = 0;
+  for (int r = 0; r < static_cast<int>(peers.size()); ++r) {
+    const PeerInfo& p = peers[r];
+    if (p.gpu_busid < 0) continue;
+    ++with_busid;
+    const auto it = owner.emplace(std::make_pair(p.host_hash, p.gpu_busid), r).first;
+    if (it->second != r)
+      return "ranks " + std::to_string(it->second) + " and " + std::to_string(r) + " share the GPU " +
+             pci_busid_string(p.gpu_busid) + ", and a model GPU plays one rank";
+  }
+  if (with_busid != 0 && with_busid != static_cast<int>(peers.size()))
+    return std::to_string(peers.size() - with_busid) + " rank(s) have no GPU bus id (see their log)";
+  for (const PeerInfo& p : peers)
+    if (p.host_hash == peers[rank].host_hash && p.gpu_busid >= 0) gpus->push_back(DetectGpu{p.gpu_busid, p.gpu_sm});
+  return "";
+}
+
+namespace {
+
+// The machine as topology detection finds it (graph/detect.h): every host detects itself, with the
+// GPUs its ranks run on (their bus ids, from the CUDA backend) or, when ranks have none (host backend
+// under CCLAB_TOPO=detect), every GPU its sysfs lists. Every rank must build the same model, so the
+// hosts must come out identical (one hash of the XML each, all-gathered); the model is then one host,
+// replicated onto the machine count. Places the ranks (rank_node = host, rank_dev = its GPU's dev) and
+// sets *used. When detection cannot give such a model: an error if `required` (CCLAB_TOPO=detect),
+// else a warning naming what failed and *used = false (the caller falls back to the virtual model).
+ncclResult_t detect_topology_for(ncclComm_t comm, bool required, bool* used) {
+  *used = false;
+  int machines = 1, per = 1;
+  machines_from_hosts(comm, &machines, &per);
+  const uint64_t host = comm->peers[comm->rank].host_hash;
+  int first_on_host = comm->rank;  // logs the host's detection once
+  for (int r = comm->nranks - 1; r >= 0; --r)
+    if (comm->peers[r].host_hash == host) first_on_host = r;
+  auto give_up = [&](const std::string& why) {
+    if (required) return report_error(ncclInvalidArgument, "CCLAB_TOPO=detect: %s", why.c_str());
+    if (comm->rank == 0)
+      CCLAB_WARN("topology detection failed: %s; modelling plain virtual machines instead (CCLAB_TOPO or "
+                 "NCCL_TOPO_FILE give a model explicitly)",
+                 why.c_str());
+    return ncclSuccess;
+  };
+
+  DetectOptions opts;
+  opts.sysfs_root = param_str("CCLAB_SYSFS_ROOT", "/sys");
+  const std::string unfit = detection_gpus(comm->peers, comm->rank, &opts.gpus);
+  if (!unfit.empty()) return give_up(unfit);
+  Topology topo;
+  DetectResult found;
+  std::string err;
+  const bool ok = detect_topology(opts, &topo, &found, &err);
+  if (comm->rank == first_on_host) {
+    for (const std::string& w : found.warnings) CCLAB_WARN("topology detection: %s", w.c_str());
+    for (const std::string& n : found.notes) CCLAB_INFO(kLogGraph, "topology detection: %s", n.c_str());
+    if (log_enabled(LogLevel::kInfo, kLogGraph))
+      CCLAB_INFO(kLogGraph, "topology detection (sysfs root %s, NVML %s) found:\n%s", opts.sysfs_root.c_str(),
+                 found.nvml.c_str(), found.summary.c_str());
+    if (!ok && !required) CCLAB_WARN("topology detection failed on this host: %s", err.c_str());
+  }
+
+  // Agreement: every rank detected, and every host detected the same machine.
+  struct Vote {
+    uint64_t hash;
+    int32_t ok;
+    int32_t pad;
+  };
+  std::vector<Vote> votes(comm->nranks);
+  votes[comm->rank] = Vote{ok ? fnv1a(found.xml.data(), found.xml.size()) : 0, ok ? 1 : 0, 0};
+  ncclResult_t r = comm->bootstrap->allgather(votes.data(), sizeof(Vote));
+  if (r != ncclSuccess) return r;
+  for (int q = 0; q < comm->nranks; ++q) {
+    if (!votes[q].ok)
+      return give_up(q == comm->rank ? err : "rank " + std::to_string(q) + " could not detect its machine (see its log)");
+  }
+  for (int q = 0; q < comm->nranks; ++q) {
+    if (votes[q].hash != votes[0].hash)
+      return give_up("rank " + std::to_string(q) + "'s host differs from rank 0's (different GPUs, PCIe layout, NICs or "
+                     "CPUs), and cclab models identical machines");
+  }
+  if (per > static_cast<int>(found.gpu_busids.size()))
+    return give_up("a host runs " + std::to_string(per) + " ranks but has " + std::to_string(found.gpu_busids.size()) +
+                   " GPU(s), and a model GPU plays one rank");
+  if (machines > 1 && !replicate_machines(&topo, machines, FabricSpec{}, &err)) return give_up(err);
+  // Placement: a rank with a bus id plays that GPU; without, the GPUs in the order of the host's ranks.
+  for (int q = 0; q < comm->nranks; ++q) {
+    const int64_t bus = comm->peers[q].gpu_busid;
+    if (bus < 0) continue;
+    const auto it = std::find(found.gpu_busids.begin(), found.gpu_busids.end(), bus);
+    comm->rank_dev[q] = static_cast<int>(it - found.gpu_busids.begin());
+  }
+  if (comm->rank == 0)
+    CCLAB_INFO(kLogGraph | kLogInit, "Topology detected from %s (NVML %s): %s", opts.sysfs_root.c_str(),
+               found.nvml.c_str(), topo.description.c_str());
+  comm->topo = std::move(topo);
+  *used = true;
+  return ncclSuccess;
+}
+
+// Loads or builds the topology named by NCCL_TOPO_FILE / CCLAB_TOPO (or the virtual default), and
+// places the ranks on its GPUs.
+ncclResult_t load_topology(ncclComm_t comm) {
+  const std::string xml = param_str("NCCL_TOPO_FILE", nullptr);
+  const std::string spec = param_str("CCLAB_TOPO", nullptr);
+  std::string err;
+  Topology& topo = comm->topo;
+  bool node_major = true;
+  if (!xml.empty()) {
+    if (!read_topology_xml(xml, &topo, &err))
+      return report_error(ncclInvalidArgument, "NCCL_TOPO_FILE: %s", err.c_str());
+  } else if (!spec.empty() && spec.compare(0, 7, "virtual") == 0) {
+    // virtual[:MACHINES]: the plain model with the ranks spread evenly over MACHINES machines (at
+    // most one per rank).
+    int machines = 1;
+    if (spec.size() > 7) {
+      char* end = nullptr;
+      const long m = spec[7] == ':' ? strtol(spec.c_str() + 8, &end, 10) : -1;
+      if (spec[7] != ':' || end == spec.c_str() + 8 || *end != '\0' || m < 1 || m > 4096)
+        return report_error(ncclInvalidArgument,
+                            "CCLAB_TOPO=%s: expected virtual or virtual:MACHINES with MACHINES in 1..4096",
+                            spec.c_str());
+      machines = std::min(static_cast<int>(m), comm->nranks);
+    }
+    const int per = (comm->nranks + machines - 1) / machines;
+    topo = make_virtual_topology(per, (comm->nranks + per - 1) / per);
+    comm->virtual_model = true;
+  } else if (spec == "detect") {
+    bool used = false;
+    const ncclResult_t r = detect_topology_for(comm, true, &used);
+    if (r != ncclSuccess) return r;
+    node_major = false;
+  } else if (!spec.empty()) {
+    std::string preset;
+    int machines = 1;
+    if (!parse_topo_spec(spec, &preset, &machines, &err) ||
+        !make_preset_topology(preset, machines, FabricSpec{}, &topo, &err))
+      return report_error(ncclInvalidArgument, "CCLAB_TOPO=%s: %s", spec.c_str(), err.c_str());
+  } else {
+    // The CUDA backend models the machine it runs on; the host backend (and a failed detection) a
+    // plain virtual machine per host.
+    bool used = false;
+    if (comm->cuda) {
+      const ncclResult_t r = detect_topology_for(comm, false, &used);
+      if (r != ncclSuccess) return r;
+    }
+    if (!used) {
+      int machines = 1, per = 1;
+      machines_from_hosts(comm, &machines, &per);
+      topo = make_virtual_topology(per, machines);
+      comm->virtual_model = true;
+      // The model's GPUs are those the ranks run on as far as their compute capability goes (it picks
+      // the tuner's constants and NCCL's LL128 rule); their links stay the virtual model's PCIe switch,
+      // under which LL128 is off by default as on any machine without NVLink.
+      std::set<int> sms;
+      for (int r = 0; r < comm->nranks; ++r) {
+        const int g = topo.gpu_node(comm->rank_node[r], comm->rank_dev[r]);
+        if (g >= 0 && comm->peers[r].gpu_sm > 0) {
+          topo.nodes[g].sm = comm->peers[r].gpu_sm;
+          sms.insert(comm->peers[r].gpu_sm);
+        }
+      }
+      const size_t at = topo.description.find("(sm80)");
+      if (!sms.empty() && at != std::string::npos)
+        topo.description.replace(at, 6, sms.size() == 1 ? "(sm" + std::to_string(*sms.begin()) + ")" : "(mixed sm)");
+    }
+    node_major = false;
+  }
+  const int gpm = topo.gpus_per_machine();
+  const int capacity = gpm * topo.machines;
+  if (gpm < 1 || comm->nranks > capacity)
+    return report_error(ncclInvalidArgument,
+                        "the topology %s has %d GPUs (%d machine%s x %d) but the communicator has %d ranks; "
+                        "choose more machines (e.g. CCLAB_TOPO=%s:%d)",
+                        topo.name.c_str(), capacity, topo.machines, topo.machines == 1 ? "" : "s", gpm, comm->nranks,
+                        topo.name.c_str(), (comm->nranks + gpm - 1) / std::max(gpm, 1));
+  if (node_major) {
+    // Rank r plays GPU r % G of machine r / G, as a job launched node by node would (spread
+    // evenly for virtual:MACHINES, whose machines were sized for it).
+    comm->rank_node.resize(comm->nranks);
+    comm->rank_dev.resize(comm->nranks);
+    for (int r = 0; r < comm->nranks; ++r) {
+      comm->rank_node[r] = r / gpm;
+      comm->rank_dev[r] = r % gpm;
+    }
+  }
+  for (int r = 0; r < comm->nranks; ++r) {
+    int g = topo.gpu_node(comm->rank_node[r], comm->rank_dev[r]);
+    if (g >= 0) topo.nodes[g].rank = r;
+  }
+  std::set<int> used(comm->rank_node.begin(), comm->rank_node.end());
+  comm->nnodes = static_cast<int>(used.size());
+  if (comm->rank == 0) {
+    CCLAB_INFO(kLogGraph | kLogInit, "Topology %s: %s; %d rank%s on %d machine%s", topo.name.c_str(),
+               topo.description.c_str(), comm->nranks, comm->nranks == 1 ? "" : "s", comm->nnodes,
+               comm->nnodes == 1 ? "" : "s");
+    if (log_enabled(LogLevel::kInfo, kLogGraph)) {
+      CCLAB_INFO(kLogGraph, "%s", topo.describe_paths(0).c_str());
+    }
+    const std::string dump = param_str("NCCL_TOPO_DUMP_FILE", nullptr);
+    if (!dump.empty()) {
+      if (!write_topology_xml(topo, dump, &err))
+        return report_error(ncclSystemError, "NCCL_TOPO_DUMP_FILE: %s", err.c_str());
+      CCLAB_INFO(kLogGraph | kLogEnv, "Topology written to %s", dump.c_str());
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t search_graphs(ncclComm_t comm) {
+  std::string err;
+  TopoGraph& ring = comm->ring_graph;
+  TopoGraph& tree = comm->tree_graph;
+  ring = TopoGraph{};
+  ring.id = 0;
+  ring.pattern = GraphPattern::kRing;
+  tree = TopoGraph{};
+  tree.id = 1;
+  tree.pattern = GraphPattern::kBalancedTree;
+  // Every rank of a communicator searches the same model; ranks that share a process (and later
+  // communicators on the same machine) take the result from a process-wide cache keyed by the model
+  // itself, since a search can take a few hundred milliseconds. The lock is held across the search:
+  // the ranks of a process that start together wait for the first one's result instead of repeating
+  // it (and the map is only ever touched under the lock).
+  static std::mutex cache_mu;
+  static auto* cache = new std::map<std::string, std::pair<TopoGraph, TopoGraph>>;
+  const char* cross = getenv("NCCL_CROSS_NIC");
+  const std::string key = topology_xml_string(comm->topo) + "|NCCL_CROSS_NIC=" + (cross ? cross : "");
+  {
+    std::lock_guard<std::mutex> lk(cache_mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) {
+      ring = it->second.first;
+      tree = it->second.second;
+      CCLAB_INFO(kLogGraph | kLogInit, "Graphs for this topology taken from the process's cache");
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!search_ring_and_tree(comm->topo, &ring, &tree, &err))
+        return report_error(ncclInternalError, "%s", err.c_str());
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      cache->emplace(key, std::make_pair(ring, tree));
+      CCLAB_INFO(kLogGraph | kLogInit, "Graphs for this topology searched in %.1f ms", ms);
+    }
+  }
+  const std::string file = param_str("NCCL_GRAPH_FILE", nullptr);
+  if (!file.empty() && !read_graphs_xml(file, comm->topo, {&ring, &tree}, &err))
+    return report_error(ncclInvalidArgument, "NCCL_GRAPH_FILE: %s", err.c_str());
+  if (comm->rank == static_cast<int>(param_int("NCCL_GRAPH_DUMP_FILE_RANK", 0))) {
+    const std::string dump = param_str("NCCL_GRAPH_DUMP_FILE", nullptr);
+    if (!dump.empty() && !write_graphs_xml({&ring, &tree}, dump, &err))
+      return report_error(ncclSystemError, "NCCL_GRAPH_DUMP_FILE: %s", err.c_str());
+  }
+  if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogGraph)) {
+    CCLAB_INFO(kLogGraph, "Ring graph: %s", describe_graph(ring).c_str());
+    CCLAB_INFO(kLogGraph, "Tree graph: %s", describe_graph(tree).c_str());
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+// Builds comm->channels (rings and trees) and the cost model. Called by init_body once the shared
+// parameters are agreed (comm->nchannels set).
+ncclResult_t setup_topology(ncclComm_t comm) {
+  ncclResult_t r = load_topology(comm);
+  if (r != ncclSuccess) return r;
+  r = search_graphs(comm);
+  if (r != ncclSuccess) return r;
+  RankPlacement place;
+  place.rank_machine = comm->rank_node;
+  place.rank_dev = comm->rank_dev;
+  if (comm->cuda) {
+    // On GPUs the communicator runs what the model says a GPU would (every rank built the same model,
+    // so every rank comes to the same count), within the agreed bounds and what one launch and the GPU
+    // can hold.
+    std::string note;
+    comm->nchannels = cuda_channel_count(comm->virtual_model ? 0 : modelled_channels(comm->ring_graph, comm->tree_graph),
+                                         comm->gpu_sharing, comm->channel_lo, comm->channel_hi, cuda::kMaxLaunchBlocks,
+                                         comm->channel_cap, &note);
+    if (comm->rank == 0)
+      CCLAB_INFO(kLogInit | kLogTuning, "%d channels on the CUDA backend (%s%s%s)", comm->nchannels,
+                 !comm->virtual_model   ? "as NCCL would run on the modelled machine"
+                 : comm->gpu_sharing > 1 ? "virtual model, ranks sharing a GPU: as many as one launch carries"
+                                         : "virtual model: 16 by default",
+                 note.empty() ? "" : "; ", note.c_str());
+  }
+  const std::vector<ChannelPlan> plan =
+      plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
+  comm->channels.assign(comm->nchannels, Channel{});
+  for (int c = 0; c < comm->nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    ch.ring = plan[c].ring;
+    ch.view.resize(comm->nranks);
+    const int pos = static_cast<int>(std::find(ch.ring.begin(), ch.ring.end(), comm->rank) - ch.ring.begin());
+    for (int i = 0; i < comm->nranks; ++i) ch.view[i] = ch.ring[(pos + i) % comm->nranks];
+    ch.tree_index = plan[c].tree_index;
+    ch.tree = plan[c].tree[comm->rank];
+    const TreeLinks& t = ch.tree;
+    if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogInit)) {
+      std::string line;
+      for (int x : ch.ring) line += " " + std::to_string(x);
+      CCLAB_INFO(kLogInit, "Channel %02d/%02d :%s", c, comm->nchannels, line.c_str());
+    }
+    if (log_enabled(LogLevel::kInfo, kLogInit)) {
+      // NCCL's format: "Trees [c] d0/d1/d2->me->up" (-1 for none).
+      CCLAB_INFO(kLogInit, "Trees [%d] %d/%d/%d->%d->%d (tree %d)", c, t.down[0], t.down[1], t.down[2], comm->rank,
+                 t.up, ch.tree_index);
+    }
+  }
+
+  // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the
+  // host backend itself runs comm->nchannels, the CUDA backend runs its channels and is modelled with them).
+  const int modelled = comm->cuda ? comm->nchannels
+                                  : modelled_channels(comm->ring_graph, comm->tree_graph,
+                                                      static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
+                                                      static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
+  TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
+  in.enable = comm->algo_proto;
+  // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
+  const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);
+  in.net_overhead_us = overhead_ns < 0 ? -1.0 : static_cast<double>(overhead_ns) / 1000.0;
+  std::string err;
+  if (!comm->tuner.init(in, &err)) return report_error(ncclInternalError, "tuner: %s", err.c_str());
+  if (comm->rank == 0 && log_enabled(LogLevel::kInfo, kLogTuning))
+    CCLAB_INFO(kLogTuning, "%s", comm->tuner.describe().c_str());
+  return ncclSuccess;
+}
+
+}  // namespace cclab

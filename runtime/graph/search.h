@@ -1,0 +1,82 @@
+// runtime/graph/search.h - channel search: the rings and trees NCCL would build on a topology.
+//
+// NCCL's ncclTopoCompute (src/graph/search.cc) searches, inside one machine, for nChannels orderings
+// of the GPUs (and, across machines, the NIC each channel leaves and enters through) that sustain the
+// highest per-channel bandwidth: it tries a speed from a fixed ladder (speedArrayIntra/Inter), and
+// for each speed looks for as many channels as the links can carry when every channel takes that much
+// bandwidth off every link it crosses; the first speed that yields channels wins, then it tries to add
+// channels, and finally duplicates them. All machines get the same graph (NCCL intersects the graphs of
+// every machine; cclab's machines are identical by construction).
+//
+// The result, TopoGraph, is what the runtime turns into rings/trees per channel (ring_order / tree
+// links), what the tuner reads (bw_intra, bw_inter, type_intra, type_inter, nchannels), and what
+// NCCL_GRAPH_DUMP_FILE writes in NCCL's graph XML format.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/topo.h"
+
+namespace cclab {
+
+enum class GraphPattern : int {  // NCCL_TOPO_PATTERN_*
+  kBalancedTree = 1,
+  kSplitTree = 2,
+  kTree = 3,
+  kRing = 4,
+  kNvls = 5,
+  kCollNetDirect = 6,
+};
+
+struct TopoGraph {
+  // Input
+  int id = 0;                      // 0 ring, 1 tree (NCCL's graph ids)
+  GraphPattern pattern = GraphPattern::kRing;
+  int min_channels = 1;
+  int max_channels = 32;           // MAXCHANNELS/2 as NCCL asks of the search
+  bool cross_nic = false;          // allow a channel to enter through one rail and leave by another
+
+  // Output
+  int nchannels = 0;
+  double bw_intra = 0;             // per-channel bandwidth inside a machine (GB/s, NCCL's "speedintra")
+  double bw_inter = 0;             // per-channel bandwidth across machines ("speedinter")
+  double latency_inter = 0;        // NCCL's latencyinter (µs), 0 unless the NIC reports one
+  PathType type_intra = PathType::kLoc;  // worst path type between consecutive GPUs
+  PathType type_inter = PathType::kLoc;  // worst GPU->NET path type used (on one machine the type to
+                                         // the closest NIC, as NCCL's "type NVL/PIX" log shows)
+  bool same_channels = true;       // every channel has the same order
+  // intra[c] = the GPU devs of one machine in channel c's order (ring: next of intra[c][i] is
+  // intra[c][i+1], and the last one leaves the machine / wraps; tree: the chain, intra[c][0] is the
+  // GPU that talks to the network).
+  std::vector<std::vector<int>> intra;
+  // inter[c] = {net dev the channel enters through, net dev it leaves through}; empty on one machine.
+  std::vector<std::vector<int>> inter;
+};
+
+// Runs the search on machine 0 of topo (paths must be computed) for the graph's pattern and channel
+// bounds. Returns false with *error when no solution exists at all (e.g. no GPUs).
+bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error);
+
+// Ring order over all ranks for channel c of a searched ring graph: machine-major concatenation of
+// intra[c], with rank = machine * gpus_per_machine + dev. out[i] is the i-th rank of the ring.
+std::vector<int> ring_order(const Topology& topo, const TopoGraph& ring, int channel);
+
+// One-line summaries as NCCL logs them: "Pattern 4, crossNic 0, nChannels 2, bw 40.0/40.0, type NVL/PIX,
+// sameChannels 1" and per channel " 0 : GPU/0 GPU/1 ... NET/0".
+std::string describe_graph(const TopoGraph& graph);
+
+// NCCL's graph XML (<graphs version="1"><graph id pattern crossnic nchannels speedintra speedinter
+// latencyinter typeintra typeinter samechannels><channel><net dev/><gpu dev/>...</channel></graph>).
+// read_graph_xml fills graphs whose id matches an entry of the file (NCCL_GRAPH_FILE replaces the
+// search for those graphs) and checks it against topo (every GPU once per channel, devs that exist);
+// errors name file:line.
+std::string graphs_xml_string(const std::vector<const TopoGraph*>& graphs);
+bool write_graphs_xml(const std::vector<const TopoGraph*>& graphs, const std::string& path,
+                      std::string* error);
+bool read_graphs_xml(const std::string& path, const Topology& topo, std::vector<TopoGraph*> graphs,
+                     std::string* error);
+bool read_graphs_xml_string(const std::string& text, const std::string& name_for_errors,
+                            const Topology& topo, std::vector<TopoGraph*> graphs, std::string* error);
+
+}  // namespace cclab
