@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/install/install_test.sh BUILD_DIR SOURCE_DIR - `cmake --install` lays out NCCL's names
 # (include/nccl.h, lib/libnccl.so -> libnccl.so.2) beside cclab's, and a program written for NCCL
-# compiles, links with -lnccl and runs against the installed tree.
+# compiles, links with -lnccl and runs against the installed tree (the program: consumer/main.c).
 set -euo pipefail
 build="$1"
 src="$2"
@@ -29,7 +29,7 @@ done
 if grep -qE ' T cuda[A-Z]' <<<"$exports"; then fail "libnccl.so.2 exports CUDA runtime symbols"; fi
 # CCLAB_TEST_CC / CCLAB_TEST_CFLAGS (set by ctest): the build's C compiler and its sanitizer flags.
 read -r -a cflags <<<"${CCLAB_TEST_CFLAGS:-}"
-"${CCLAB_TEST_CC:-cc}" -std=c11 -Wall -Werror "${cflags[@]}" -I"$prefix/include" "$src/tests/install/dropin.c" \
+"${CCLAB_TEST_CC:-cc}" -std=c11 -Wall -Werror "${cflags[@]}" -I"$prefix/include" "$src/tests/install/consumer/main.c" \
   -L"$libdir" -lnccl -o "$prefix/dropin"
 readelf -d "$prefix/dropin" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "the program does not need libnccl.so.2"
-LD_LIBRARY_PATH="$libdir" "$prefix/dropin"
+LD_LIBRARY_PATH="$libdir" "$prefix/dropin" dropin
