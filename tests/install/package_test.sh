@@ -24,6 +24,10 @@ mv "$work/installed" "$work/prefix"
 prefix="$work/prefix"
 libdir="$(dirname "$(find "$prefix" -name 'libcclab.so.0' | head -1)")"
 [ -f "$libdir/libcclab.so.0" ] || fail "no libcclab.so.0 under the prefix"
+# The sim backend's plugin lies next to the runtime, where CCLAB_BACKEND=sim looks for it.
+if [ -e "$build/runtime/libcclab-sim.so" ]; then
+  [ -f "$libdir/libcclab-sim.so" ] || fail "the sim plugin libcclab-sim.so is not installed next to libcclab.so.0"
+fi
 
 # ---- 1. The installed executable finds its own libraries -------------------------------------------
 exe="$prefix/bin/cclab"
