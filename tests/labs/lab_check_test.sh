@@ -9,7 +9,7 @@
 #   spin            an endless loop outside cclab: killed at the time limit ("timed out after 3 s")
 #   crash           a write far past recvbuff: "crashed with SIGSEGV", the check after it still runs
 #   solution        labs/solutions/01-ring-allreduce passes every check; `lab list` says passing; `lab run` works
-#   remainder       the solution with chunks that ignore count % n: the TODO 1 hint
+#   remainder       the solution with chunks that ignore count % n: the TODO 3 hint
 #   answers         the solution with wrong answers: those checks fail, the others pass
 # The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
@@ -91,7 +91,7 @@ for r in j["results"]:
     assert r["status"] in ("pass", "fail", "skip"), r
     assert r["status"] == "pass" or r["hint"] or r["skipped"], r
 assert j["results"][0]["name"] == "compile ring_allreduce.c" and j["results"][0]["passed"]
-assert "TODO 2" in j["results"][1]["hint"], j["results"][1]
+assert "TODO 1" in j["results"][1]["hint"], j["results"][1]
 PY
     ;;
   broken)
@@ -154,7 +154,7 @@ PY
   *len = base;'
     check "$work/remainder"
     expect_rc 1
-    expect "only the last count % n elements are wrong: chunk_of must cover all count elements"
+    expect "only the last count % n elements are wrong, where n does not divide count: chunk_of must cover all"
     expect "right with count 2, 1000, 1000 in place"
     ;;
   answers)

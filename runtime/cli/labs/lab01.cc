@@ -433,10 +433,10 @@ std::string hint_for(const nlohmann::json& cases, int n) {
            "included (start by copying sendbuff into recvbuff, as the skeleton does)";
   if (all_own)
     return "recvbuff holds this rank's own input: nothing was received or added (this is what the skeleton "
-           "does). Write the reduce-scatter (TODO 2) and the all-gather (TODO 3)";
+           "does). Write the reduce-scatter (TODO 1) and the all-gather (TODO 2)";
   if (only_remainder)
-    return "the counts n divides pass, and only the last count % n elements are wrong: chunk_of must cover all "
-           "count elements when n does not divide count (TODO 1)";
+    return "only the last count % n elements are wrong, where n does not divide count: chunk_of must cover all "
+           "count elements then (TODO 3)";
   if (only_small)
     return "only counts smaller than the number of ranks fail: some chunks are empty then. A step may send and "
            "receive 0 elements (ncclSend/ncclRecv with count 0 are fine); is your scratch buffer at least 1 "
@@ -446,7 +446,7 @@ std::string hint_for(const nlohmann::json& cases, int n) {
            "buffer), and do not read sendbuff after you wrote recvbuff";
   if (gathered_one && any_large)
     return "each rank holds the complete sum of about one chunk and partial sums elsewhere: the reduce-scatter "
-           "works, the all-gather (TODO 3) is missing or sends the wrong chunks";
+           "works, the all-gather (TODO 2) is missing or sends the wrong chunks";
   return "look at which ranks' inputs a wrong element holds (above): step s must send chunk (r - s) mod n and "
          "receive chunk (r - s - 1) mod n in the reduce-scatter, (r + 1 - s) mod n and (r - s) mod n in the "
          "all-gather. In C, (r - s) % n is negative when r < s: write (r - s + n) % n. And wait for the stream "
@@ -468,8 +468,11 @@ bool hung(const ChildOutcome& o) {
 std::string repro(const LabEnv& env, const nlohmann::json& c, int n, bool sim) {
   std::string s = "\nrun it alone: ";
   if (sim) s += std::string("CCLAB_BACKEND=sim CCLAB_TOPO=") + kSimTopo + " ";
-  s += "cclab lab run 01 --ranks " + std::to_string(n) + " --size " +
-       std::to_string(c.value("count", size_t{0}) * sizeof(float));
+  const size_t bytes = c.value("count", size_t{0}) * sizeof(float);
+  const std::string size = bytes % (1u << 20) == 0   ? std::to_string(bytes >> 20) + "M"
+                           : bytes % (1u << 10) == 0 ? std::to_string(bytes >> 10) + "K"
+                                                     : std::to_string(bytes);
+  s += "cclab lab run 01 --ranks " + std::to_string(n) + " --size " + size;
   if (c.value("in_place", false)) s += " --in-place";
   if (env.student_dir != env.lab_dir) s += " --dir " + shown_path(env.student_dir);
   return s;
@@ -819,6 +822,8 @@ int run_lab01(const LabEnv& env, const std::vector<std::string>& args) {
   std::printf("%s on %d ranks (a thread each), %zu floats (%zu bytes)%s, %s backend\n",
               nccl ? "ncclAllReduce" : "your lab_ring_allreduce", n, count, bytes, in_place ? ", in place" : "",
               backend && *backend ? backend : "host");
+  std::printf("inputs: rank r's element i is 2^r x (1 + 7i mod 13), so every element's sum is %u x (1 + 7i mod 13)\n",
+              (1u << n) - 1);
   std::fflush(stdout);
   const double t = env.timeout_s > 0 ? env.timeout_s : kSimTimeoutS;
   std::map<std::string, std::string> vars;
