@@ -142,6 +142,15 @@ std::string signal_name(int sig) {
   }
 }
 
+// In a forked child: a process group of its own (the parent kills the group at the time limit), killed
+// when the parent dies, no stdin (a read would wait for the terminal).
+void become_child() {
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+}
+
 // The fd a child of run_in_child reports on (-1 outside one).
 int g_report_fd = -1;
 
@@ -199,14 +208,11 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
     return r;
   }
   if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    become_child();
     dup2(fds[1], 1);
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
     std::vector<char*> a;
     for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
@@ -249,8 +255,7 @@ ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double time
     return o;
   }
   if (pid == 0) {
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    become_child();
     close(fds[0]);
     g_report_fd = fds[1];
     if (!log_path.empty()) {
@@ -261,8 +266,6 @@ ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double time
         close(log);
       }
     }
-    const int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
     // Clear the environment variables the grader decides itself, then set its own.
     std::vector<std::string> drop;
     for (char** e = environ; e && *e; ++e) {

@@ -18,14 +18,13 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <sstream>
 #include <thread>
 #include <vector>
 
+#include "base/thread_barrier.h"
 #include "cclab/cclab.h"
 #include "lab_cmd.h"
 #include "nccl.h"
@@ -154,29 +153,6 @@ RankCheck check_rank(int n, int r, const Case& k, const std::vector<float>& send
   return c;
 }
 
-// A barrier for the rank threads (host backend only: under the simulator a thread must not wait for
-// another outside cclab).
-class Barrier {
- public:
-  explicit Barrier(int n) : n_(n) {}
-  void wait() {
-    std::unique_lock<std::mutex> l(m_);
-    const int gen = gen_;
-    if (++arrived_ == n_) {
-      arrived_ = 0;
-      ++gen_;
-      cv_.notify_all();
-    } else {
-      cv_.wait(l, [&] { return gen_ != gen; });
-    }
-  }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  int n_, arrived_ = 0, gen_ = 0;
-};
-
 double wall_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -195,7 +171,11 @@ nlohmann::json run_cases(RingFn fn, int n, const std::vector<Case>& cases) {
   std::vector<std::string> init_errors(n);
   std::atomic<bool> stop{false};
   std::atomic<size_t> cases_run{0};
-  Barrier barrier(n);
+  ThreadBarrier barrier(n);  // host backend only: under the simulator a thread must not wait outside cclab
+  const auto mark = [&](size_t k) {
+    child_marker({{"ranks", n}, {"count", cases[k].count}, {"in_place", cases[k].in_place}});
+  };
+  if (!cases.empty()) mark(0);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
@@ -206,13 +186,14 @@ nlohmann::json run_cases(RingFn fn, int n, const std::vector<Case>& cases) {
         stop = true;
       }
       for (size_t k = 0; k < cases.size(); ++k) {
-        if (!sim) barrier.wait();
+        if (!sim) {
+          // Where we are, before any rank can start the case (a crash takes the whole process).
+          if (r == 0 && k > 0) mark(k);
+          barrier.wait();
+        }
         if (stop) break;
         const Case& c = cases[k];
-        if (r == 0) {
-          child_marker({{"ranks", n}, {"count", c.count}, {"in_place", c.in_place}});
-          cases_run = k + 1;
-        }
+        if (r == 0) cases_run = k + 1;
         std::vector<float> send(c.count + kGuard), recv(c.count + kGuard, kGuardValue);
         for (size_t i = 0; i < c.count; ++i) send[i] = input_value(r, i);
         if (c.in_place) std::copy(send.begin(), send.begin() + static_cast<long>(c.count), recv.begin());
