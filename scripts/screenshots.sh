@@ -7,9 +7,11 @@
 #       (dgx-h100:4); CURVES_FILE: cclab sim --csv/--json or cclab perf output for the curves view
 #   scripts/screenshots.sh --sim      make the traces and curves with `cclab sim` first
 #   scripts/screenshots.sh --demo     synthetic traces from the test tool viz_demo_trace (no simulator)
+#   scripts/screenshots.sh --labs     the labs' pictures (labs/NN-name/images/*.png), from the reference
+#                                     solutions' runs (labs/solutions/), as labs/*/README.md say
 #
 # Environment: CCLAB_BUILD_DIR (default build/), CCLAB (the cclab executable, default
-# $CCLAB_BUILD_DIR/runtime/cli/cclab), OUT (default docs/images).
+# $CCLAB_BUILD_DIR/runtime/cli/cclab), OUT (default docs/images; --labs: each lab's images/ folder).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${CCLAB_BUILD_DIR:-$root/build}"
@@ -23,6 +25,30 @@ die() { echo "screenshots.sh: $*" >&2; exit 1; }
 [[ -x "$cclab" ]] || die "no cclab executable at $cclab (build it, or set CCLAB=...)"
 "$cclab" viz --help >/dev/null 2>&1 || die "$cclab has no visualiser (configure with -DCCLAB_VIZ=ON)"
 command -v xvfb-run >/dev/null || die "xvfb-run not found (apt-get install xvfb)"
+
+# The labs: each picture is what its lab's README shows, made by the command it names there (run on the
+# reference solution instead of the student's files).
+if [ "${1:-}" = "--labs" ]; then
+  solution="$root/labs/solutions/01-ring-allreduce"
+  [[ -d "$solution" ]] || die "no $solution (the labs' pictures come from the reference solutions)"
+  lab1="${OUT:-$root/labs/01-ring-allreduce/images}"
+  mkdir -p "$lab1"
+  "$cclab" lab check 01 --dir "$solution" --work "$tmp" >/dev/null || die "lab 1's solution does not pass its check"
+  labshot() {  # labshot OUT.png ARGS...: cclab lab viz 01 ARGS --screenshot OUT.png
+    local png="$1"
+    shift
+    xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 01 --work "$tmp" "$@" --screenshot "$png"
+    echo "wrote $png"
+  }
+  labshot "$lab1/ring-timeline.png" --view timeline --at 30%
+  labshot "$lab1/ring-topology.png" --view topology --at 30%
+  CCLAB_BACKEND=sim CCLAB_TOPO=dgx-h100 CCLAB_TRACE="$tmp/nccl.cctrace" \
+    "$cclab" lab run 01 --ranks 8 --size 16M --nccl >/dev/null
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/nccl.cctrace" --view topology --at 50% \
+    --screenshot "$lab1/nccl-topology.png"
+  echo "wrote $lab1/nccl-topology.png"
+  exit 0
+fi
 
 curves=()
 case "${1:-}" in
@@ -48,7 +74,7 @@ case "${1:-}" in
     ring="$tmp/ring.cctrace" tree="$tmp/tree.cctrace"
     ;;
   ""|-h|--help)
-    sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
   *)

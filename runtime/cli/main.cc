@@ -6,13 +6,16 @@
 //   cclab sim all_reduce -b 1M -e 1G                 cclab perf on the SimGrid simulator (sim_cmd.h)
 //   cclab trace info|dump|export|merge TRACE         read, convert and join traces (trace_cmd.h)
 //   cclab viz TRACE                                  the visualiser (viz/viz.h; built with CCLAB_VIZ)
+//   cclab lab list|check|run|viz NN                  the labs' grader (lab_cmd.h, labs/README.md)
 //   cclab --version
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "cclab/cclab.h"
+#include "lab_cmd.h"
 #include "perf_launch.h"
 #include "perf_options.h"
 #include "perf_run.h"
@@ -41,7 +44,8 @@ void print_help() {
       "  tune --topo PRESET COLL   NCCL's predicted time and choice per size (cclab tune --help)\n"
       "  sim COLLECTIVE [flags]    cclab perf on a simulated machine or cluster (cclab sim --help)\n"
       "  trace info|dump|export|merge  read a trace, export it for Perfetto (cclab trace --help)\n"
-      "  viz TRACE | --live SOCK   watch a run: topology, channels, links (cclab viz --help)\n",
+      "  viz TRACE | --live SOCK   watch a run: topology, channels, links (cclab viz --help)\n"
+      "  lab list|check|run|viz NN the labs: check your lab's code, watch its run (cclab lab --help)\n",
       NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 }
 
@@ -107,6 +111,13 @@ int main(int argc, char** argv) {
                  "with -DCCLAB_VIZ=AUTO or ON (scripts/setup.sh does both)\n");
     return 2;
 #endif
+  }
+  if (sub == "lab") {
+    std::function<int(const std::vector<std::string>&)> viz;
+#ifdef CCLAB_HAVE_VIZ
+    viz = [](const std::vector<std::string>& a) { return cclab::viz::viz_main(a); };
+#endif
+    return cclab::lab::lab_main(std::vector<std::string>(argv + 2, argv + argc), viz);
   }
   std::fprintf(stderr, "cclab: unknown subcommand '%s' (see cclab --help)\n", sub.c_str());
   return 2;

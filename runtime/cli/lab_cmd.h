@@ -1,0 +1,140 @@
+// runtime/cli/lab_cmd.h - `cclab lab`: the labs' grader (labs/README.md).
+//
+//   cclab lab list                         every lab, with its status from the last check
+//   cclab lab check 01 [--json]            build the student's files, run the lab's hidden checks (host
+//                                          backend and simulator), print a table; exit 0 when all pass
+//   cclab lab run 01 [--ranks N --size S]  build and run the student's code once (the backend from the
+//                                          environment: CCLAB_BACKEND=sim CCLAB_TOPO=dgx-h100 ...)
+//   cclab lab viz 01 [--screenshot OUT.png] [viz flags]   the trace of the last checked simulator run
+//
+// Flags: --dir DIR (the student's files, default LABS/NN-name), --labs DIR or CCLAB_LABS_DIR (the labs
+// folder, default the source tree's labs/), --work DIR or CCLAB_LABS_WORK (builds, logs, traces and
+// status, default BUILD/labs), --timeout S (every check's limit in seconds).
+//
+// Every check that runs student code runs in a forked child process with a time limit: a crash, an
+// exit, a hang or a deadlock fails that check with a message and a hint, and the grader goes on. The
+// child's stdout and stderr go to a log file in the work folder. Each lab is a `Lab` in the table of
+// labs/labs.cc; its checks live in labs/labNN.cc and use the helpers declared here.
+//
+// Exit status: 0 all checks passed (check) / done; 1 a check failed; 2 bad usage (the message names
+// the flag), an unknown lab, or a lab not written yet.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace cclab::lab {
+
+constexpr int kLabExitOk = 0;
+constexpr int kLabExitFailed = 1;
+constexpr int kLabExitUsage = 2;
+
+// One row of a check's table.
+struct CheckResult {
+  std::string name;  // "host backend, 3 ranks"
+  bool passed = false;
+  bool skipped = false;  // not run because an earlier check failed (counts as not passed)
+  std::string detail;    // what was measured or went wrong (may have several lines)
+  std::string hint;      // what to look at, for a check that did not pass
+  double seconds = 0;    // wall time of the check
+};
+
+// Where a lab's files are, and how to build and run them.
+struct LabEnv {
+  std::string labs_dir;     // labs/
+  std::string lab_dir;      // labs/01-ring-allreduce: the lab's README and headers
+  std::string student_dir;  // the student's files (--dir; the lab folder by default)
+  std::string work_dir;     // BUILD/labs/01-ring-allreduce: the shared object, logs, trace, status
+  std::string include_dir;  // runtime/include (nccl.h, cclab/cclab.h)
+  std::string cc;           // the C compiler
+  double timeout_s = 0;     // --timeout: every check's limit (0: each check's own default)
+  bool progress = true;     // print each check's row as it finishes (false with --json)
+};
+
+// A lab of the course (labs/labs.cc).
+struct Lab {
+  std::string number;  // "01"
+  std::string folder;  // "01-ring-allreduce"
+  std::string title;   // "Ring all_reduce by hand"
+  bool written = false;
+  std::vector<std::string> student_files;  // the files the student edits ("ring_allreduce.c")
+  std::string trace_file;                  // in the work folder: what `cclab lab viz` opens
+  // Runs every check; calls on_result after each one. Returns all of them.
+  std::function<std::vector<CheckResult>(const LabEnv&, const std::function<void(const CheckResult&)>&)> check;
+  // `cclab lab run NN ARGS...`: returns the exit status.
+  std::function<int(const LabEnv&, const std::vector<std::string>&)> run;
+};
+
+const std::vector<Lab>& all_labs();
+
+// ---- Helpers for the labs' checks ------------------------------------------------------------------
+
+// A command run to completion (or killed at its time limit), its stdout and stderr together.
+struct CommandResult {
+  bool started = false;
+  bool timed_out = false;
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when a signal ended it
+  std::string output;
+};
+CommandResult run_command(const std::vector<std::string>& argv, double timeout_s);
+
+// Compiles the student's C sources into a shared object `so_path` (cc -shared -fPIC -Wall, with
+// runtime/include, the lab folder and the student folder on the include path). The result's detail
+// holds the compiler's messages (warnings included); a missing file fails with what to do.
+CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& sources, const std::string& so_path);
+
+// What a forked child did.
+struct ChildOutcome {
+  enum Status { kOk, kTimedOut, kCrashed, kExited, kNoChild } status = kNoChild;
+  nlohmann::json result;       // the function's value (kOk)
+  nlohmann::json last_marker;  // the last value the child passed to child_marker() (where it was)
+  int signal = 0;              // kCrashed
+  int exit_code = 0;           // kExited: it ended the process itself (exit()) before returning
+  double seconds = 0;
+  double timeout_s = 0;
+  std::string log_path;  // the child's stdout and stderr
+  std::string log_tail;  // the last lines of it
+};
+
+// Runs fn in a forked child (its own process group, stdout and stderr to log_path or, when log_path is
+// empty, the parent's; killed with its group at timeout_s) and returns what it returned. In the child,
+// `env_unset_prefixes` are removed from the environment (e.g. "NCCL_", "CCLAB_": the grader decides the backend and the
+// model) before `env` is applied. The parent must not have created communicators: the child starts from the parent's
+// state.
+ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double timeout_s, const std::string& log_path,
+                          const std::map<std::string, std::string>& env = {},
+                          const std::vector<std::string>& env_unset_prefixes = {});
+// In a child of run_in_child: records where it is (a crash or a time-out reports the last marker).
+void child_marker(const nlohmann::json& where);
+
+// "crashed with SIGSEGV (segmentation fault)", "timed out after 10 s", "exited with status 3" ...
+std::string describe_outcome(const ChildOutcome& o);
+
+// The dlopen'ed student library in a child: the symbol, or "" and an error saying what was wrong.
+void* load_student_symbol(const std::string& so_path, const std::string& symbol, std::string* error);
+
+// `key = value` lines (# comments, blank lines ignored) of an answers file.
+struct Answers {
+  bool found = false;                         // the file exists
+  std::map<std::string, std::string> values;  // keys with a non-empty value
+  std::vector<std::string> problems;          // "line 4: no '=' in 'busbw 1.75'"
+};
+Answers read_answers(const std::string& path);
+// A numeric answer: true and *value when the key is there and is a number; otherwise false and *why.
+bool answer_number(const Answers& a, const std::string& key, double* value, std::string* why);
+
+std::string format_double(double v, int precision);
+// path relative to the current folder when it is below it (what a student typed), else absolute.
+std::string shown_path(const std::string& path);
+
+// The `cclab lab` command (arguments after "lab"). viz_main runs `cclab viz` with its arguments (null:
+// this build has no visualiser).
+int lab_main(const std::vector<std::string>& args, const std::function<int(const std::vector<std::string>&)>& viz_main);
+
+std::string lab_usage();
+
+}  // namespace cclab::lab

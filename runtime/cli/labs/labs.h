@@ -1,0 +1,11 @@
+// runtime/cli/labs/labs.h - one function per written lab, returning its checks and driver
+// (labs/labNN.cc); the table of all labs is in labs.cc.
+#pragma once
+
+#include "lab_cmd.h"
+
+namespace cclab::lab {
+
+Lab make_lab01();  // labs/lab01.cc: Ring all_reduce by hand
+
+}  // namespace cclab::lab

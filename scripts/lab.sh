@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/lab.sh - the labs (labs/README.md) in one command: installs what is missing, builds the `cclab`
+# tool alone (the first time: several minutes; afterwards seconds), then runs `cclab lab ARGS`.
+#
+#   scripts/lab.sh                   the labs and where you are (cclab lab list)
+#   scripts/lab.sh run 01            run your lab 1 code once
+#   scripts/lab.sh check 01          check it: a table of checks, a hint for each failure
+#   scripts/lab.sh viz 01            watch the simulated run of your last check (without a display, add
+#                                    --screenshot OUT.png: it renders under Xvfb)
+#
+# cclab itself is build/runtime/cli/cclab: `export PATH="$PWD/build/runtime/cli:$PATH"` and the labs'
+# READMEs' commands (`cclab lab check 01`, `cclab sim ...`) work as written.
+# Environment: CCLAB_BUILD_DIR (default build/).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${CCLAB_BUILD_DIR:-$root/build}"
+source "$root/scripts/cuda_opts.sh"
+CCLAB_TARGETS="cclab_cli" "$root/scripts/setup.sh" "$build" "${cuda_opts[@]}" >&2
+cclab="$build/runtime/cli/cclab"
+(($#)) || set -- list
+# A screenshot needs a display; without one, render under Xvfb.
+if [ "$1" = "viz" ] && [ -z "${DISPLAY:-}" ] && [[ " $* " == *" --screenshot "* ]] && command -v xvfb-run >/dev/null; then
+  exec xvfb-run -a -s "-screen 0 1600x1000x24" "$cclab" lab "$@"
+fi
+exec "$cclab" lab "$@"

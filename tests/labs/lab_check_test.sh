@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# tests/labs/lab_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 01` can fail, and says
+# why; and the reference solution passes. One ctest entry per CASE (label labs):
+#   skeleton        the skeleton as committed fails with the skeleton's hint; only the compile check passes
+#   json            --json is JSON with every check, its status and hint
+#   broken          a file that does not compile: the compiler's error, every other check skipped
+#   missing         no file at all: says so, and how to get the skeleton back
+#   hang            a ncclRecv without its ncclSend: fails within the time limit, names the wait, the hint
+#   spin            an endless loop outside cclab: killed at the time limit ("timed out after 3 s")
+#   crash           a write far past recvbuff: "crashed with SIGSEGV", the check after it still runs
+#   solution        labs/solutions/01-ring-allreduce passes every check; `lab list` says passing; `lab run` works
+#   remainder       the solution with chunks that ignore count % n: the TODO 3 hint
+#   answers         the solution with wrong answers: those checks fail, the others pass
+# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+set -u
+case="$1" cclab="$2" src="$3" work="$4/$case"
+lab="$src/labs/01-ring-allreduce"
+solution="$src/labs/solutions/01-ring-allreduce"
+students="$src/tests/labs/students"
+rm -rf "$work"
+mkdir -p "$work"
+out="$work/out.txt"
+
+fail() {
+  echo "FAIL ($case): $*"
+  echo "--- output of the last command:"
+  cat "$out"
+  exit 1
+}
+# check DIR [flags]: cclab lab check 01 on DIR; sets rc and seconds.
+check() {
+  local dir="$1"
+  shift
+  local t0=$SECONDS
+  "$cclab" lab check 01 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
+  rc=$?
+  seconds=$((SECONDS - t0))
+}
+# The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
+expect() {
+  local flat want
+  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
+  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
+  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
+}
+expect_any() {
+  local a
+  for a in "$@"; do
+    (expect "$a") >/dev/null 2>&1 && return 0
+  done
+  fail "the output lacks all of: $*"
+}
+expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
+within() { ((seconds <= $1)) || fail "took $seconds s, more than $1 s"; }
+# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
+solution_variant() {
+  local dir="$work/$1" old="$2" new="$3"
+  mkdir -p "$dir"
+  cp "$solution/answers.txt" "$dir/"
+  python3 - "$solution/ring_allreduce.c" "$dir/ring_allreduce.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
+import sys
+src, dst, old, new = sys.argv[1:5]
+text = open(src).read()
+if old not in text:
+    sys.exit("the solution no longer contains: " + old)
+open(dst, "w").write(text.replace(old, new))
+PY
+}
+# The skeleton as committed (a student may have edited the working tree's copy), else the working tree's.
+skeleton() {
+  local dir="$work/skeleton"
+  mkdir -p "$dir"
+  for f in ring_allreduce.c answers.txt; do
+    git -C "$src" show "HEAD:labs/01-ring-allreduce/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
+  done
+  echo "$dir"
+}
+
+case "$case" in
+  skeleton)
+    check "$(skeleton)"
+    expect_rc 1
+    expect "recvbuff holds this rank's own input: nothing was received or added (this is what the skeleton"
+    expect "1 of 12 checks pass"
+    expect "no answer for 'steps' yet"
+    expect "skipped: needs your ring to be exact in the simulator"
+    ;;
+  json)
+    check "$(skeleton)" --json
+    expect_rc 1
+    python3 - "$out" <<'PY' || fail "the JSON is not what it should be"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["lab"] == "01" and j["passed"] is False and j["checks"] == len(j["results"]) == 12, j
+assert j["checks_passed"] == 1, j["checks_passed"]
+for r in j["results"]:
+    assert set(r) >= {"name", "status", "passed", "skipped", "detail", "hint", "seconds"}, r
+    assert r["status"] in ("pass", "fail", "skip"), r
+    assert r["status"] == "pass" or r["hint"] or r["skipped"], r
+assert j["results"][0]["name"] == "compile ring_allreduce.c" and j["results"][0]["passed"]
+assert "TODO 1" in j["results"][1]["hint"], j["results"][1]
+PY
+    ;;
+  broken)
+    check "$students/broken"
+    expect_rc 1
+    expect "error: expected"
+    expect "fix the first error the compiler reports"
+    expect "skipped: your code did not compile"
+    expect "0 of 12 checks pass"
+    ;;
+  missing)
+    mkdir -p "$work/empty"
+    check "$work/empty"
+    expect_rc 1
+    expect "ring_allreduce.c does not exist"
+    expect "brings the skeleton back"
+    expect "there is no answers file"
+    ;;
+  hang)
+    check "$students/hang" --timeout 6
+    expect_rc 1
+    within 40
+    # cclab's own wait gives up first (CCLAB_TIMEOUT, half the limit) and names the wait; on a loaded
+    # machine the grader's kill may come first.
+    expect_any "waiting for data from rank" "your code timed out after 6 s"
+    expect "a ncclRecv without its ncclSend"
+    expect "skipped: your code hung with 2 ranks"
+    expect "the simulated ranks deadlocked"
+    ;;
+  spin)
+    check "$students/spin" --timeout 3
+    expect_rc 1
+    within 40
+    expect "your code timed out after 3 s at 2 ranks, count 1"
+    expect "your code timed out after 3 s at 8 ranks, count 4194304"
+    expect "a ncclRecv without its ncclSend"
+    ;;
+  crash)
+    check "$students/crash" --timeout 20
+    expect_rc 1
+    expect "crashed with SIGSEGV"
+    expect "run it alone: cclab lab run 01 --ranks 2 --size 4"
+    expect "host backend, 3 ranks, 8 calls"
+    ;;
+  solution)
+    check "$solution"
+    expect_rc 0
+    expect "12 of 12 checks pass"
+    expect "Lab 01 is done"
+    [[ -s "$work/01-ring-allreduce/ring.cctrace" ]] || fail "no trace for cclab lab viz"
+    "$cclab" lab list --work "$work" >"$out" 2>&1 || fail "cclab lab list failed"
+    expect "passing (12 of 12 checks"
+    "$cclab" lab run 01 --dir "$solution" --work "$work" --ranks 3 --size 28 >"$out" 2>&1 || fail "lab run failed"
+    expect "rank 2: all 7 elements right"
+    ;;
+  remainder)
+    solution_variant remainder \
+      '  *start = uc * base + (uc < extra ? uc : extra);
+  *len = base + (uc < extra ? 1 : 0);' \
+      '  (void)extra;
+  *start = uc * base;
+  *len = base;'
+    check "$work/remainder"
+    expect_rc 1
+    expect "only the last count % n elements are wrong, where n does not divide count: chunk_of must cover all"
+    expect "right with count 2, 1000, 1000 in place"
+    ;;
+  answers)
+    solution_variant answers "" ""
+    sed -i -e 's/^steps = .*/steps = 16/' -e 's/^ring_busbw = .*/ring_busbw = 30.6/' -e 's/^busbw_factor = .*/busbw_factor = fast/' \
+      "$work/answers/answers.txt"
+    check "$work/answers"
+    expect_rc 1
+    expect "9 of 12 checks pass"
+    expect "steps per rank, 8 ranks: 16 is not right"
+    expect "GB/s, your ring in the simulator: 30.6 is not within 5%"
+    expect "busbw_factor = 'fast' is not a number"
+    ;;
+  *)
+    echo "lab_check_test.sh: unknown case $case" >&2
+    exit 2
+    ;;
+esac
+echo "ok ($case, $seconds s)"
