@@ -21,7 +21,7 @@ const std::vector<Lab>& all_labs() {
       make_lab01(),
       planned("02", "02-pipelining", "Pipelining and chunks"),
       planned("03", "03-protocols", "Protocols: Simple, LL, LL128"),
-      planned("04", "04-ring-vs-tree", "Ring vs double binary tree"),
+      make_lab04(),
       planned("05", "05-topology-channels", "Topology and channels"),
       planned("06", "06-across-nodes", "Across nodes"),
       planned("07", "07-debugging", "Debugging a hang"),

@@ -7,5 +7,6 @@
 namespace cclab::lab {
 
 Lab make_lab01();  // labs/lab01.cc: Ring all_reduce by hand
+Lab make_lab04();  // labs/lab04.cc: Ring vs double binary tree
 
 }  // namespace cclab::lab
