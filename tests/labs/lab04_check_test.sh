@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# tests/labs/lab04_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 04` (Ring vs double
+# binary tree) fails where it should, with the hint it should give, and passes the reference solution.
+# One ctest entry per CASE (label labs):
+#   skeleton   the skeleton as committed (a chain): the trees pass, depth and complementarity fail with
+#              their hints, every answer is missing; no simulator run (no answers)
+#   solution   labs/solutions/04-ring-vs-tree passes every check; `lab run 04` draws the trees
+#   mirror     the solution with tree 1 always mirrored (also for odd n): the TODO 2 hint at nnodes 3
+#   answers    the solution with wrong answers: those checks fail, the others pass
+# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+set -u
+case="$1" cclab="$2" src="$3" work="$4/lab04-$case"
+lab="$src/labs/04-ring-vs-tree"
+solution="$src/labs/solutions/04-ring-vs-tree"
+rm -rf "$work"
+mkdir -p "$work"
+out="$work/out.txt"
+seconds=0
+
+fail() {
+  echo "FAIL ($case): $*"
+  echo "--- output of the last command:"
+  cat "$out"
+  exit 1
+}
+check() {
+  local dir="$1"
+  shift
+  local t0=$SECONDS
+  "$cclab" lab check 04 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
+  rc=$?
+  seconds=$((SECONDS - t0))
+}
+expect() {
+  local flat want
+  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
+  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
+  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
+}
+expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
+# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
+solution_variant() {
+  local dir="$work/$1" old="$2" new="$3"
+  mkdir -p "$dir"
+  cp "$solution/answers.txt" "$dir/"
+  python3 - "$solution/double_tree.c" "$dir/double_tree.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
+import sys
+src, dst, old, new = sys.argv[1:5]
+text = open(src).read()
+if old not in text:
+    sys.exit("the solution no longer contains: " + old)
+open(dst, "w").write(text.replace(old, new))
+PY
+}
+skeleton() {
+  local dir="$work/skeleton"
+  mkdir -p "$dir"
+  for f in double_tree.c answers.txt; do
+    git -C "$src" show "HEAD:labs/04-ring-vs-tree/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
+  done
+  echo "$dir"
+}
+
+case "$case" in
+  skeleton)
+    check "$(skeleton)"
+    expect_rc 1
+    expect "4 of 12 checks pass"
+    expect "tree 0 is a binary tree over every node pass"
+    expect "nnodes 6, tree 0: node 5 is 5 hops from the root, more than ceil(log2 6) + 1 = 4"
+    expect "a chain (the skeleton) or a lopsided tree is n-1 deep"
+    expect "nnodes 2: 1 node is interior (has children) in both trees: 0; at most 0 may be (even nnodes)"
+    expect "no answer for 'crossover' yet"
+    ((seconds <= 10)) || fail "took $seconds s: the skeleton has no answers, nothing to simulate"
+    ;;
+  solution)
+    check "$solution"
+    expect_rc 0
+    expect "12 of 12 checks pass"
+    expect "Lab 04 is done"
+    expect "your trees are NCCL's (ncclGetDtree), link for link"
+    "$cclab" lab run 04 --dir "$solution" --work "$work" --nodes 6 >"$out" 2>&1 || fail "lab run failed"
+    expect "tree 1 (root 5)"
+    expect "interior in both trees: 0 nodes (at most 0 for even nnodes)"
+    ;;
+  mirror)
+    solution_variant mirror \
+      'nnodes % 2 == 0 ? nnodes - 1 - node : (node - 1 + nnodes) % nnodes' 'nnodes - 1 - node'
+    python3 - "$work/mirror/double_tree.c" <<'PY'
+import sys
+p = sys.argv[1]
+t = open(p).read().replace("return n % 2 == 0 ? n - 1 - x : (x + 1) % n;", "return n - 1 - x;")
+open(p, "w").write(t)
+PY
+    check "$work/mirror"
+    expect_rc 1
+    expect "nnodes 3: 2 nodes are interior (has children) in both trees: 0, 2; at most 1 may be (odd nnodes)"
+    expect "TODO 2: mirror for even n, shift for odd n"
+    ;;
+  answers)
+    solution_variant answers "" ""
+    sed -i -e 's/^ring_steps = .*/ring_steps = 32/' -e 's/^crossover = .*/crossover = 256M/' \
+      -e 's/^tuner_1m = .*/tuner_1m = nvls/' "$work/answers/answers.txt"
+    check "$work/answers"
+    expect_rc 1
+    expect "9 of 12 checks pass"
+    expect "steps of a ring all_reduce on 32 ranks: 32 is not right"
+    expect "256M is more than one step of the sweep"
+    expect "'nvls' is neither ring nor tree"
+    ;;
+  *)
+    echo "lab04_check_test.sh: unknown case $case" >&2
+    exit 2
+    ;;
+esac
+echo "ok ($case, $seconds s)"
