@@ -7,5 +7,6 @@
 namespace cclab::lab {
 
 Lab make_lab01();  // labs/lab01.cc: Ring all_reduce by hand
+Lab make_lab03();  // labs/lab03.cc: Protocols: Simple, LL, LL128
 
 }  // namespace cclab::lab
