@@ -47,6 +47,8 @@ if [ "${1:-}" = "--labs" ]; then
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/nccl.cctrace" --view topology --at 50% \
     --screenshot "$lab1/nccl-topology.png"
   echo "wrote $lab1/nccl-topology.png"
+  for p in LL LL128 Simple; do "$cclab" sim all_reduce --topo dgx-h100 -b 1K -e 256M -f 2 --algo ring --proto $p --csv "$tmp/$p.csv" --no-progress >/dev/null; done
+  (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
   exit 0
 fi
 
