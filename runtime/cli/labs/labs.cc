@@ -20,7 +20,7 @@ const std::vector<Lab>& all_labs() {
   static const std::vector<Lab> labs{
       make_lab01(),
       planned("02", "02-pipelining", "Pipelining and chunks"),
-      planned("03", "03-protocols", "Protocols: Simple, LL, LL128"),
+      make_lab03(),
       make_lab04(),
       planned("05", "05-topology-channels", "Topology and channels"),
       planned("06", "06-across-nodes", "Across nodes"),

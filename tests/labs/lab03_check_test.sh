@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# tests/labs/lab03_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 03` (the LL and LL128
+# lines) fails where it should, with the hint it should give, and passes the reference solution. One
+# ctest entry per CASE (label labs):
+#   skeleton   the skeleton as committed: only the compile check passes; the TODO 1 hint, the torn line
+#   solution   labs/solutions/03-protocols passes every check; `lab run 03` shows the same lines as cclab's
+#   oneflag    the solution checking only the first half's flag: the torn-line check fails, the rest pass
+#   answers    the solution with wrong answers: those checks fail, with what was wrong
+# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+set -u
+case="$1" cclab="$2" src="$3" work="$4/$case"
+lab="$src/labs/03-protocols"
+solution="$src/labs/solutions/03-protocols"
+rm -rf "$work"
+mkdir -p "$work"
+out="$work/out.txt"
+
+fail() {
+  echo "FAIL ($case): $*"
+  echo "--- output of the last command:"
+  cat "$out"
+  exit 1
+}
+check() {
+  local dir="$1"
+  shift
+  local t0=$SECONDS
+  "$cclab" lab check 03 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
+  rc=$?
+  seconds=$((SECONDS - t0))
+}
+# The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
+expect() {
+  local flat want
+  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
+  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
+  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
+}
+expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
+# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
+solution_variant() {
+  local dir="$work/$1" old="$2" new="$3"
+  mkdir -p "$dir"
+  cp "$solution/answers.txt" "$dir/"
+  python3 - "$solution/ll_line.c" "$dir/ll_line.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
+import sys
+src, dst, old, new = sys.argv[1:5]
+text = open(src).read()
+if old not in text:
+    sys.exit("the solution no longer contains: " + old)
+open(dst, "w").write(text.replace(old, new))
+PY
+}
+
+case "$case" in
+  skeleton)
+    dir="$work/skeleton"
+    mkdir -p "$dir"
+    for f in ll_line.c answers.txt; do
+      git -C "$src" show "HEAD:labs/03-protocols/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
+    done
+    check "$dir"
+    expect_rc 1
+    expect "1 of 11 checks pass"
+    expect "lab_ll_flag(0) is 0, want 1"
+    expect "a receive buffer that was never written (all zero) would look ready"
+    expect "stale or torn data handed to the receiver"
+    expect "no answer for 'crossover_ll128' yet"
+    ;;
+  solution)
+    check "$solution"
+    expect_rc 0
+    expect "11 of 11 checks pass"
+    expect "Lab 03 is done"
+    "$cclab" lab run 03 --dir "$solution" --work "$work" >"$out" 2>&1 || fail "lab run failed"
+    expect "(the same)"
+    expect "torn: first half new, second old not ready"
+    expect "the same as cclab's"
+    ;;
+  oneflag)
+    solution_variant oneflag '  if ((uint32_t)(hi >> 32) != flag) return 0;
+' ''
+    check "$work/oneflag"
+    expect_rc 1
+    expect "10 of 11 checks pass"
+    expect "second half still step"
+    expect "a line is ready only when BOTH halves carry the expected flag"
+    ;;
+  answers)
+    solution_variant answers "" ""
+    sed -i -e 's/^ll_efficiency = .*/ll_efficiency = 0.9375/' -e 's/^crossover_ll128 = .*/crossover_ll128 = 64/' \
+      "$work/answers/answers.txt"
+    check "$work/answers"
+    expect_rc 1
+    expect "9 of 11 checks pass"
+    expect "LL's payload bytes / wire bytes: 0.9375 is not within 1% of the right value"
+    expect "64 is more than one size step (x2) from the size the grader found"
+    ;;
+  *)
+    echo "lab03_check_test.sh: unknown case $case" >&2
+    exit 2
+    ;;
+esac
+echo "ok ($case, $seconds s)"
