@@ -22,7 +22,7 @@ const std::vector<Lab>& all_labs() {
       planned("02", "02-pipelining", "Pipelining and chunks"),
       make_lab03(),
       make_lab04(),
-      planned("05", "05-topology-channels", "Topology and channels"),
+      make_lab05(),
       planned("06", "06-across-nodes", "Across nodes"),
       planned("07", "07-debugging", "Debugging a hang"),
       planned("08", "08-your-own-algorithm", "Your own algorithm"),
