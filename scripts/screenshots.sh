@@ -50,6 +50,7 @@ if [ "${1:-}" = "--labs" ]; then
   for p in LL LL128 Simple; do "$cclab" sim all_reduce --topo dgx-h100 -b 1K -e 256M -f 2 --algo ring --proto $p --csv "$tmp/$p.csv" --no-progress >/dev/null; done
   (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
   l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png" && echo "wrote $l4/tree-channels.png $l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)
+  l5="$root/labs/05-topology-channels/images" && mkdir -p "$l5" && "$cclab" sim all_reduce --topo pcie-8gpu-2socket:2 -b 64M --trace "$tmp/pcie.cctrace" --no-progress >/dev/null && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/pcie.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l5/pcie-topology.png" && echo "wrote $l5/pcie-topology.png"  # lab 5 (its README's commands)
   exit 0
 fi
 
