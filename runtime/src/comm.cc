@@ -4,6 +4,7 @@
 #include "cuda_backend.h"
 #include "sim_backend.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,15 @@ uint64_t host_hash() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   return fnv1a(host, strlen(host));
+}
+
+// CPUs this process may run on.
+int cpus_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 uint64_t proc_hash() {
@@ -314,6 +324,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   me.dev = comm->dev;
   me.gpu_busid = -1;
   me.gpu_sm = 0;
+  me.cpus = cpus_available();
   if (comm->cuda && cuda_device_pci(comm->dev, &me.gpu_busid, &me.gpu_sm) != ncclSuccess) {
     // Still takes part in the exchange; topology detection then falls back (comm_topo.cc).
     CCLAB_WARN("rank %d: the PCI bus id of CUDA device %d is unknown (%s)", comm->rank, comm->dev, last_error());
@@ -367,7 +378,16 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   }
   comm->timeout_s = static_cast<double>(param_int("CCLAB_TIMEOUT", 0));
   comm->exec_cfg.abort_flag = &comm->abort_flag;
-  comm->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", 20));
+  // How a wait passes the time (host_exec.cc, wait_slow): while every rank of the host has a core of
+  // its own it spins first; with more ranks than cores the peer a rank waits for usually needs that
+  // rank's core, so it yields at once.
+  int ranks_here = 0, cpus = me.cpus;
+  for (const PeerInfo& q : comm->peers)
+    if (q.host_hash == me.host_hash) {
+      ++ranks_here;
+      cpus = std::min(cpus, q.cpus);
+    }
+  comm->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", ranks_here > cpus ? 0 : 20));
   comm->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
   comm->exec_cfg.timeout_us = comm->timeout_s * 1e6;
   comm->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;

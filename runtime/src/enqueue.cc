@@ -40,7 +40,16 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // run for this collective.
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
                                double* time_us) {
-  const TunerChoice c = comm->tuner.choose(coll, bytes);
+  TunerChoice c;
+  {
+    std::lock_guard<std::mutex> lk(comm->choice_mu);
+    if (comm->choice_bytes != bytes || comm->choice_coll != coll) {
+      comm->choice = comm->tuner.choose(coll, bytes);
+      comm->choice_coll = coll;
+      comm->choice_bytes = bytes;
+    }
+    c = comm->choice;
+  }
   if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
@@ -182,37 +191,44 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     cfg.record = recorder_step;
     cfg.record_data = &rctx;
   }
-  std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
   const double t_begin = comm->recording ? now_us() : 0.0;
-  std::vector<std::function<void()>> tasks;
-  tasks.reserve(w.nchannels);
-  for (int c = 0; c < w.nchannels; ++c) {
-    tasks.emplace_back([&, c] {
-      Channel& ch = comm->channels[c];
-      if (tree) {
-        TreeConns conns{};
-        if (ch.tree.up >= 0) {
-          PeerConns& pc = ch.peers[ch.tree.up];
-          conns.up_recv = &pc.recv[w.proto].info;
-          conns.up_send = &pc.send[w.proto].info;
-        }
-        conns.ndown = ch.tree.ndown;
-        for (int i = 0; i < ch.tree.ndown; ++i) {
-          PeerConns& pc = ch.peers[ch.tree.down[i]];
-          conns.down_recv[i] = &pc.recv[w.proto].info;
-          conns.down_send[i] = &pc.send[w.proto].info;
-        }
-        tree_fn(execs[c], w, ch.tree, conns, c);
-        return;
+  // Channel c of this rank: its ring or tree with the protocol's connections.
+  auto run_channel = [&](HostExec& ex, int c) {
+    Channel& ch = comm->channels[c];
+    if (tree) {
+      TreeConns conns{};
+      if (ch.tree.up >= 0) {
+        PeerConns& pc = ch.peers[ch.tree.up];
+        conns.up_recv = &pc.recv[w.proto].info;
+        conns.up_send = &pc.send[w.proto].info;
       }
-      RingView ring{ch.view.data(), comm->nranks};
-      fn(execs[c], w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
-         comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
-    });
-  }
-  comm->lanes->run(tasks);
-  for (auto& ex : execs)
+      conns.ndown = ch.tree.ndown;
+      for (int i = 0; i < ch.tree.ndown; ++i) {
+        PeerConns& pc = ch.peers[ch.tree.down[i]];
+        conns.down_recv[i] = &pc.recv[w.proto].info;
+        conns.down_send[i] = &pc.send[w.proto].info;
+      }
+      tree_fn(ex, w, ch.tree, conns, c);
+      return;
+    }
+    RingView ring{ch.view.data(), comm->nranks};
+    fn(ex, w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
+       comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
+  };
+  if (w.nchannels == 1) {
+    // One channel (every small call): on this thread, with nothing to hand to the lanes.
+    HostExec ex(cfg);
+    run_channel(ex, 0);
     if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  } else {
+    std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
+    std::vector<std::function<void()>> tasks;
+    tasks.reserve(w.nchannels);
+    for (int c = 0; c < w.nchannels; ++c) tasks.emplace_back([&, c] { run_channel(execs[c], c); });
+    comm->lanes->run(tasks);
+    for (auto& ex : execs)
+      if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  }
   if (comm->recording)
     recorder_op(comm, w.op_count, op.coll, algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
                 total, w.nchannels, t_begin, now_us());
