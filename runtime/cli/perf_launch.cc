@@ -1,7 +1,10 @@
 // runtime/cli/perf_launch.cc - single process, --nprocs (fork + exec of ourselves) and mpirun.
 #include "perf_launch.h"
 
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +74,83 @@ void exit_process(int status) {
   std::_Exit(status);
 }
 
+// The memory --nprocs processes exchange their bookkeeping through (ProcessContext::exchange): a
+// process-shared barrier, then one slot per process of kPerfMaxRecordBytes per rank. The parent makes
+// it an anonymous memfd that its children inherit across exec, so nothing is left in /dev/shm however
+// the run ends.
+struct SharedControl {
+  pthread_barrier_t barrier;
+};
+constexpr size_t kControlHeader = 256;
+static_assert(sizeof(SharedControl) <= kControlHeader, "the barrier fits the header");
+
+size_t control_slot_bytes(const PerfOptions& options) {
+  return kPerfMaxRecordBytes * static_cast<size_t>(options.ranks_per_process());
+}
+size_t control_bytes(const PerfOptions& options) {
+  return kControlHeader + control_slot_bytes(options) * static_cast<size_t>(options.nprocs);
+}
+
+// The parent's side: the memfd with its barrier initialised for nprocs processes; -1 on failure (said).
+int make_control(const PerfOptions& options) {
+  const int fd = memfd_create("cclab-perf-control", 0);  // no MFD_CLOEXEC: the children inherit it
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(control_bytes(options))) != 0) {
+    std::fprintf(stderr, "cclab perf: shared memory for %d processes' bookkeeping: %s\n", options.nprocs,
+                 std::strerror(errno));
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  void* p = mmap(nullptr, kControlHeader, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "cclab perf: mmap of the bookkeeping memory: %s\n", std::strerror(errno));
+    close(fd);
+    return -1;
+  }
+  pthread_barrierattr_t attr;
+  pthread_barrierattr_init(&attr);
+  pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  pthread_barrier_init(&static_cast<SharedControl*>(p)->barrier, &attr, static_cast<unsigned>(options.nprocs));
+  pthread_barrierattr_destroy(&attr);
+  munmap(p, kControlHeader);
+  return fd;
+}
+
+// A child's side: maps the inherited memfd and sets ctx->exchange. False (said) when it cannot.
+bool attach_control(const PerfOptions& options, ProcessContext* ctx) {
+  int fd = -1;
+  const char* s = std::getenv(kPerfControlFdEnv);
+  char* end = nullptr;
+  if (s != nullptr) fd = static_cast<int>(std::strtol(s, &end, 10));
+  struct stat st;
+  if (s == nullptr || *end != '\0' || fd < 0 || fstat(fd, &st) != 0 ||
+      static_cast<size_t>(st.st_size) != control_bytes(options)) {
+    std::fprintf(stderr, "cclab perf: bad %s in the environment of a --nprocs child\n", kPerfControlFdEnv);
+    return false;
+  }
+  void* p = mmap(nullptr, control_bytes(options), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "cclab perf: mmap of the bookkeeping memory: %s\n", std::strerror(errno));
+    return false;
+  }
+  auto* base = static_cast<unsigned char*>(p);  // mapped for the life of the process
+  const size_t slot = control_slot_bytes(options);
+  const int nprocs = ctx->nprocs, proc = ctx->proc;
+  ctx->exchange = [base, slot, nprocs, proc](const void* in, void* out, size_t bytes) {
+    auto* control = reinterpret_cast<SharedControl*>(base);
+    unsigned char* slots = base + kControlHeader;
+    if (bytes > slot) {
+      std::fprintf(stderr, "cclab perf: internal error: %zu bytes to exchange, slots hold %zu\n", bytes, slot);
+      exit_process(kPerfExitRuntime);
+    }
+    std::memcpy(slots + slot * proc, in, bytes);
+    pthread_barrier_wait(&control->barrier);  // every slot written
+    for (int q = 0; q < nprocs; ++q) std::memcpy(static_cast<unsigned char*>(out) + bytes * q, slots + slot * q, bytes);
+    pthread_barrier_wait(&control->barrier);  // every slot read: the next exchange may overwrite them
+  };
+  return true;
+}
+
 int get_unique_id(ncclUniqueId* id) {
   const ncclResult_t r = ncclGetUniqueId(id);
   if (r == ncclSuccess) return kPerfExitOk;
@@ -99,6 +179,7 @@ int run_child(const PerfOptions& options) {
   }
   ctx.nprocs = nprocs;
   ctx.abort = exit_process;
+  if (!attach_control(options, &ctx)) return kPerfExitUsage;
   return run_perf(options, ctx);
 }
 
@@ -120,8 +201,11 @@ int run_parent(const PerfOptions& options, char** argv) {
     if (options.hosts > 0 && entry.rfind("NCCL_HOSTID=", 0) == 0) continue;  // --hosts gives each its own
     base.push_back(entry);
   }
+  const int control = make_control(options);
+  if (control < 0) return kPerfExitRuntime;
   base.push_back(id_env);
   base.push_back(nprocs_env);
+  base.push_back(std::string(kPerfControlFdEnv) + "=" + std::to_string(control));
   std::vector<std::vector<std::string>> envs(options.nprocs, base);
   std::vector<std::vector<char*>> envps(options.nprocs);
   // --hosts H: process p plays host p * H / nprocs, named after this host, so the processes of one
@@ -147,6 +231,7 @@ int run_parent(const PerfOptions& options, char** argv) {
       std::fprintf(stderr, "cclab perf: fork failed for process %d: %s\n", p, std::strerror(errno));
       for (pid_t c : children) kill(c, SIGTERM);
       for (pid_t c : children) waitpid(c, nullptr, 0);
+      close(control);
       return kPerfExitRuntime;
     }
     if (pid == 0) {
@@ -196,6 +281,7 @@ int run_parent(const PerfOptions& options, char** argv) {
       }
     }
   }
+  close(control);
   return status;
 }
 
@@ -208,7 +294,10 @@ void mpi_abort(int status) {
 }
 
 int run_mpi(const PerfOptions& options) {
-  MPI_Init(nullptr, nullptr);  // MPI needs none of our arguments
+  // MPI needs none of our arguments. The bookkeeping's MPI_Allgather is called by one rank thread of
+  // the process at a time (never the main thread): MPI_THREAD_SERIALIZED.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   ProcessContext ctx;
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.nprocs);
   MPI_Comm_rank(MPI_COMM_WORLD, &ctx.proc);
@@ -221,6 +310,12 @@ int run_mpi(const PerfOptions& options) {
   }
   MPI_Bcast(&ctx.id, sizeof(ctx.id), MPI_BYTE, 0, MPI_COMM_WORLD);
   ctx.abort = mpi_abort;
+  if (provided < MPI_THREAD_SERIALIZED && ctx.proc == 0)
+    std::fprintf(stderr, "cclab perf: warning: this MPI offers thread level %d, below MPI_THREAD_SERIALIZED; the "
+                 "bookkeeping calls MPI from one rank thread at a time anyway\n", provided);
+  ctx.exchange = [](const void* in, void* out, size_t bytes) {
+    MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD);
+  };
   s = run_perf(options, ctx);
   MPI_Finalize();
   return s;

@@ -27,8 +27,48 @@
 namespace cclab {
 namespace {
 
-// One rank's entry in the device report, exchanged with ncclAllGather so ranks in other processes
-// are listed too (nccl-tests uses MPI_Gather for this; cclab uses only its own collectives).
+// The run's bookkeeping between its ranks, outside the library it measures (nccl-tests uses MPI for
+// it): rank threads of this process meet on a ThreadBarrier, and one of them exchanges the process's
+// records with the other processes (ProcessContext::exchange). Every rank calls the same functions in
+// the same order.
+class Control {
+ public:
+  Control(const ProcessContext& ctx, int per_process)
+      : ctx_(ctx), per_process_(per_process), barrier_(per_process),
+        mine_(kPerfMaxRecordBytes * per_process), all_(kPerfMaxRecordBytes * per_process * ctx.nprocs) {}
+
+  // Every rank's `bytes` (at most kPerfMaxRecordBytes) into `all`, in rank order; `local` is the
+  // rank's index in this process.
+  void allgather(int local, const void* mine, size_t bytes, void* all) {
+    std::memcpy(mine_.data() + bytes * local, mine, bytes);
+    barrier_.wait();  // this process's records are in
+    if (local == 0) {
+      if (ctx_.nprocs > 1)
+        ctx_.exchange(mine_.data(), all_.data(), bytes * per_process_);
+      else
+        std::memcpy(all_.data(), mine_.data(), bytes * per_process_);
+    }
+    barrier_.wait();  // every process's records are in
+    std::memcpy(all, all_.data(), bytes * per_process_ * ctx_.nprocs);
+    barrier_.wait();  // read by all: the next call may overwrite
+  }
+  // Returns once every rank of the run has called it.
+  void barrier(int local) {
+    const char none = 0;
+    std::vector<char> all(static_cast<size_t>(per_process_) * ctx_.nprocs);
+    allgather(local, &none, 1, all.data());
+  }
+
+ private:
+  const ProcessContext& ctx_;
+  const int per_process_;
+  ThreadBarrier barrier_;
+  std::vector<unsigned char> mine_;  // this process's records
+  std::vector<unsigned char> all_;   // the run's records
+};
+
+// One rank's entry in the device report, gathered through Control so that ranks in other processes
+// are listed too (nccl-tests uses MPI_Gather for this).
 struct RankRecord {
   int32_t rank;
   int32_t pid;
@@ -38,7 +78,7 @@ struct RankRecord {
   char bus_id[16];  // cclabGetDeviceName's: "0000:07:00.0", or empty
   char name[112];   // "NVIDIA H100 80GB HBM3", or "cclab host"
 };
-static_assert(sizeof(RankRecord) == 256, "RankRecord is exchanged as 256 raw bytes");
+static_assert(sizeof(RankRecord) == kPerfMaxRecordBytes, "RankRecord is exchanged as 256 raw bytes");
 
 // One table of the benchmark: a datatype, an op and a root.
 struct Case {
@@ -71,8 +111,10 @@ ncclRedOp_t builtin_op(PerfOp op) {
 
 class RankRunner {
  public:
-  RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks, ThreadBarrier* local)
-      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), printer_(rank == 0), local_(local) {
+  RankRunner(const PerfOptions& options, const ProcessContext& ctx, int rank, int nranks, ThreadBarrier* local,
+             Control* control)
+      : o_(options), ctx_(ctx), rank_(rank), nranks_(nranks), local_index_(rank % options.ranks_per_process()),
+        printer_(rank == 0), local_(local), control_(control) {
     cclabBackend_t backend = cclabBackendHost;
     cuda_ = cclabGetBackend(&backend) == ncclSuccess && backend == cclabBackendCuda;
   }
@@ -155,9 +197,6 @@ class RankRunner {
     buf_bytes_ = std::max<size_t>(o_.max_bytes, 64);
     send_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
     recv_ = static_cast<char*>(alloc(buf_bytes_, "ncclMemAlloc"));
-    scratch_ = alloc(64, "ncclMemAlloc");
-    report_in_ = static_cast<RankRecord*>(alloc(sizeof(RankRecord), "ncclMemAlloc"));
-    report_all_ = static_cast<RankRecord*>(alloc(sizeof(RankRecord) * nranks_, "ncclMemAlloc"));
     expected_.resize(buf_bytes_);
     stage_.resize(buf_bytes_);
   }
@@ -165,9 +204,6 @@ class RankRunner {
   void teardown() {
     check(ncclMemFree(send_), "ncclMemFree");
     check(ncclMemFree(recv_), "ncclMemFree");
-    check(ncclMemFree(scratch_), "ncclMemFree");
-    check(ncclMemFree(report_in_), "ncclMemFree");
-    check(ncclMemFree(report_all_), "ncclMemFree");
     if (stream_) check(cclabStreamDestroy(stream_), "cclabStreamDestroy");
     check(ncclCommDestroy(comm_), "ncclCommDestroy");
   }
@@ -189,13 +225,9 @@ class RankRunner {
     }
     check(cclabGetDeviceName(dev, mine.name, sizeof(mine.name), mine.bus_id, sizeof(mine.bus_id)),
           "cclabGetDeviceName");
-    to_device(report_in_, &mine, sizeof(mine));
-    check(ncclAllGather(report_in_, report_all_, sizeof(RankRecord), ncclUint8, comm_, ctrl_stream()),
-          "ncclAllGather (device report)");
-    ctrl_wait();
+    std::vector<RankRecord> all(nranks_);
+    control_->allgather(local_index_, &mine, sizeof(mine), all.data());
     if (printer_) {
-      std::vector<RankRecord> all(nranks_);
-      to_host(all.data(), report_all_, sizeof(RankRecord) * nranks_);
       BannerInfo b;
       b.collective = collective_name(o_.collective);
       b.threads = o_.threads;
@@ -412,45 +444,42 @@ class RankRunner {
     if (sync_each_) complete();
   }
 
-  // The stream of the combining collectives below, which run after complete() and are complete when
-  // ctrl_wait() returns: the NULL stream (blocking) on the host and sim backends, this rank's stream on
-  // CUDA.
-  cudaStream_t ctrl_stream() const { return cuda_ ? stream_ : nullptr; }
-  void ctrl_wait() {
-    if (cuda_) complete();
-  }
+  // The ranks meet (bench's and run_case's barrier before timing; nccl-tests' Barrier).
+  void barrier() { control_->barrier(local_index_); }
 
-  void barrier() {
-    const int32_t zero = 0;
-    to_device(scratch_, &zero, sizeof(zero));
-    check(ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm_, ctrl_stream()), "ncclAllReduce (barrier)");
-    ctrl_wait();
-  }
-
-  // -a: 0 rank 0's time, 1 mean, 2 min, 3 max over every rank of the run.
+  // -a: 0 rank 0's time, 1 mean, 2 min, 3 max over every rank of the run. Combined in rank order, so
+  // every rank computes the same value.
   double combine_time(double seconds) {
-    double v = (o_.average == 0 && rank_ != 0) ? 0.0 : seconds;
-    to_device(scratch_, &v, sizeof(v));
-    const ncclRedOp_t op = o_.average == 2 ? ncclMin : o_.average == 3 ? ncclMax : ncclSum;
-    check(ncclAllReduce(scratch_, scratch_, 1, ncclFloat64, op, comm_, ctrl_stream()), "ncclAllReduce (timing)");
-    ctrl_wait();
-    to_host(&v, scratch_, sizeof(v));
+    std::vector<double> all(nranks_);
+    control_->allgather(local_index_, &seconds, sizeof(seconds), all.data());
+    double v = all[0];
+    for (int r = 1; r < nranks_; ++r) {
+      if (o_.average == 1) v += all[r];
+      if (o_.average == 2) v = std::min(v, all[r]);
+      if (o_.average == 3) v = std::max(v, all[r]);
+    }
     return o_.average == 1 ? v / nranks_ : v;
   }
 
+  // values[0..n-1] summed over every rank of the run (n at most 2).
   void sum_int64(int64_t* values, int n) {
-    to_device(scratch_, values, sizeof(int64_t) * n);
-    check(ncclAllReduce(scratch_, scratch_, n, ncclInt64, ncclSum, comm_, ctrl_stream()), "ncclAllReduce (#wrong)");
-    ctrl_wait();
-    to_host(values, scratch_, sizeof(int64_t) * n);
+    int64_t mine[2] = {n > 0 ? values[0] : 0, n > 1 ? values[1] : 0};
+    std::vector<int64_t> all(2 * static_cast<size_t>(nranks_));
+    control_->allgather(local_index_, mine, sizeof(mine), all.data());
+    for (int i = 0; i < n; ++i) {
+      values[i] = 0;
+      for (int r = 0; r < nranks_; ++r) values[i] += all[2 * static_cast<size_t>(r) + i];
+    }
   }
 
   const PerfOptions& o_;
   const ProcessContext& ctx_;
   const int rank_;
   const int nranks_;
+  const int local_index_;  // this rank's index among its process's ranks
   const bool printer_;
   ThreadBarrier* const local_;
+  Control* const control_;
   ncclComm_t comm_ = nullptr;
   int ndev_ = 0;            // cclabGetDeviceCount: 0 on the host and sim backends
   bool cuda_ = false;       // the CUDA backend: buffers are device memory, the NULL stream is not blocking
@@ -459,9 +488,6 @@ class RankRunner {
   size_t buf_bytes_ = 0;
   char* send_ = nullptr;  // ncclMemAlloc: never dereferenced on the host
   char* recv_ = nullptr;
-  void* scratch_ = nullptr;
-  RankRecord* report_in_ = nullptr;   // the device report's buffers (ncclMemAlloc)
-  RankRecord* report_all_ = nullptr;
   std::vector<unsigned char> expected_;
   std::vector<unsigned char> stage_;  // host image of send_/recv_: inputs on their way in, results on their way out
   uint64_t check_rep_ = 0;
@@ -487,9 +513,10 @@ int run_perf(const PerfOptions& options, const ProcessContext& ctx) {
   std::vector<int> status(per_process, kPerfExitOk);
   std::vector<std::thread> threads;
   ThreadBarrier local(per_process);
+  Control control(ctx, per_process);
   for (int i = 0; i < per_process; ++i) {
     threads.emplace_back([&, i] {
-      RankRunner runner(options, ctx, ctx.proc * per_process + i, nranks, &local);
+      RankRunner runner(options, ctx, ctx.proc * per_process + i, nranks, &local, &control);
       status[i] = runner.run();
     });
   }

@@ -2,9 +2,13 @@
 // communicators, the timing loops and the correctness check.
 //
 // Each rank is a thread with its own communicator (ncclCommInitRank on a shared unique id), its own
-// host stream (or the NULL stream with -z 1) and its own buffers. Per-rank results (time, wrong
-// elements) are combined across every rank of the run, in every process, with cclab's own
-// ncclAllReduce on the benchmark communicator; the thread holding global rank 0 prints the report.
+// host stream (or the NULL stream with -z 1) and its own buffers. The run's own bookkeeping - the device
+// report, the barrier before each timed loop, and combining per-rank results (time, wrong elements)
+// across every rank of the run - never goes through the library it measures (as nccl-tests uses MPI
+// for it): the threads of a process meet on a ThreadBarrier, and the processes exchange through
+// ProcessContext::exchange. So NCCL_ALGO / NCCL_PROTO settings that leave a collective nothing to run
+// fail only the collective under test, and the measured communicator carries only measured work. The
+// thread holding global rank 0 prints the report.
 #pragma once
 
 #include <functional>
@@ -22,7 +26,16 @@ struct ProcessContext {
   // Ends the whole run after a fatal error on one rank (the other ranks would wait forever for it):
   // the process exits with `status`, and under MPI the job is aborted.
   std::function<void(int status)> abort;
+  // With several processes: exchanges `bytes` bytes per process, `in` this process's, `out` receiving
+  // every process's in process order (nprocs x bytes). One thread of each process calls it, every
+  // process the same calls in the same order; it returns once every process has contributed. The
+  // --nprocs launcher exchanges through memory shared with its children, mpirun through MPI_Allgather.
+  std::function<void(const void* in, void* out, size_t bytes)> exchange;
 };
+
+// Largest per-rank record `cclab perf` exchanges (ProcessContext::exchange carries at most this many
+// bytes per rank of the process).
+constexpr size_t kPerfMaxRecordBytes = 256;
 
 // Exit statuses of `cclab perf`.
 constexpr int kPerfExitOk = 0;

@@ -1,6 +1,7 @@
 // Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
 #include "core/comm.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,6 +50,15 @@ uint64_t host_hash() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   return fnv1a(host, strlen(host));
+}
+
+// CPUs this process may run on.
+int cpus_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 uint64_t proc_hash() {
@@ -316,6 +326,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   me.dev = comm->dev;
   me.gpu_busid = -1;
   me.gpu_sm = 0;
+  me.cpus = cpus_available();
   if (comm->backend->device_pci(comm->dev, &me.gpu_busid, &me.gpu_sm) != ncclSuccess) {
     // Still takes part in the exchange; topology detection then falls back (comm_topo.cc).
     CCLAB_WARN("rank %d: the PCI bus id of CUDA device %d is unknown (%s)", comm->rank, comm->dev, last_error());

@@ -36,6 +36,7 @@ struct PeerInfo {
   int dev;             // the "device" index this rank plays in its process
   int64_t gpu_busid;   // CUDA backend: the PCI bus id of its GPU (NCCL's packed form); -1 otherwise
   int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
+  int cpus;            // CPUs its process may run on (sched_getaffinity)
 };
 
 // One end of one connection, with the memory that keeps it alive.
@@ -99,6 +100,12 @@ struct ncclComm {
   cclab::Topology topo;
   cclab::TopoGraph ring_graph, tree_graph;
   cclab::CostModel tuner;
+  // The tuner's last answer (enqueue.cc): a run of calls of one collective and size, the usual case,
+  // asks the cost model once.
+  std::mutex choice_mu;
+  cclab::CollKind choice_coll = cclab::CollKind::kAllReduce;
+  size_t choice_bytes = SIZE_MAX;
+  cclab::TunerChoice choice;
   cclab::AlgoProtoEnable algo_proto;  // NCCL_ALGO / NCCL_PROTO as agreed by every rank
   int nnodes = 1;                     // machines holding ranks
   std::vector<int> rank_node;         // machine of each rank

@@ -37,7 +37,16 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // run for this collective.
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
                                double* time_us) {
-  const TunerChoice c = comm->tuner.choose(coll, bytes);
+  TunerChoice c;
+  {
+    std::lock_guard<std::mutex> lk(comm->choice_mu);
+    if (comm->choice_bytes != bytes || comm->choice_coll != coll) {
+      comm->choice = comm->tuner.choose(coll, bytes);
+      comm->choice_coll = coll;
+      comm->choice_bytes = bytes;
+    }
+    c = comm->choice;
+  }
   if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "

@@ -1,8 +1,8 @@
 /* tests/cli/fault_shim.c - LD_PRELOAD'ed into `cclab perf` to prove its check catches wrong results.
  *
  * Wraps ncclAllReduce: on rank 1, with the NULL stream (-z 1: the result is final when the call
- * returns), it flips one bit of the result of every all-reduce longer than 16 elements, leaving the
- * tool's own small combining all-reduces alone. */
+ * returns), it flips one bit of the result of every all-reduce longer than 16 elements (the tool's own
+ * bookkeeping does not go through ncclAllReduce). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>

@@ -197,6 +197,47 @@ TEST(PerfCli, ProcessesSplitOverHostsConnectOverNet) {
   EXPECT_NE(r.output.find("-host1:"), std::string::npos);
 }
 
+// cclab perf's own bookkeeping (device report, barriers, combining times and #wrong) goes around the
+// library: NCCL_ALGO=Tree leaves AllGather nothing to run, which failed the device report before the
+// first size; now only the collective under test must be runnable.
+TEST(PerfCli, BookkeepingDoesNotUseTheMeasuredLibrary) {
+  for (const char* extra : {"", " --nprocs 2"}) {
+    const RunResult r = run(std::string("perf all_reduce -b 8 -e 64K -f 8 -n 2 -g ") + (*extra ? "2" : "5") + extra,
+                            "NCCL_ALGO=Tree");
+    ASSERT_EQ(r.status, 0) << extra << "\n" << r.output;
+    const auto rows = rows_of(r.output);
+    ASSERT_EQ(rows.size(), 5u) << r.output;  // 8 B .. 32 KiB
+    for (const auto& f : rows) {
+      EXPECT_EQ(f[8], "0") << r.output;
+      EXPECT_EQ(f[12], "0") << r.output;
+    }
+    int rank_lines = 0;
+    for (const auto& l : lines_of(r.output)) rank_lines += l.rfind("#  Rank ", 0) == 0;
+    EXPECT_EQ(rank_lines, *extra ? 4 : 5) << r.output;
+    EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+  }
+  // LL on the ring for every collective: the report and the combining steps run as before.
+  RunResult r = run("perf all_gather -b 64 -e 4K -f 8 -n 2 -g 3", "NCCL_ALGO=Ring NCCL_PROTO=LL");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("# Out of bounds values : 0 OK"), std::string::npos) << r.output;
+  // A collective the environment leaves nothing to run fails as itself, not in the device report.
+  r = run("perf all_gather -b 64 -e 64 -g 2", "NCCL_ALGO=Tree");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_NE(r.output.find("AllGather: no algorithm/protocol is available"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("device report"), std::string::npos) << r.output;
+  // The communicator runs the measured collectives and nothing else: per rank 1 warm-up, then per half
+  // 1 data preparation run + 3 timed + 1 checked all_reduce (NCCL_DEBUG_SUBSYS=COLL logs each).
+  r = run("perf all_reduce -b 1K -e 1K -n 3 -w 1 -c 1 -g 2", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL");
+  ASSERT_EQ(r.status, 0) << r.output;
+  int all_reduce = 0, other = 0;
+  for (const auto& l : lines_of(r.output)) {
+    if (l.find(": opCount ") == std::string::npos) continue;
+    ++(l.find("AllReduce: opCount ") != std::string::npos ? all_reduce : other);
+  }
+  EXPECT_EQ(all_reduce, 2 * (1 + 2 * (1 + 3 + 1))) << r.output;
+  EXPECT_EQ(other, 0) << r.output;
+}
+
 #ifdef CCLAB_FAULT_SHIM
 TEST(PerfCli, WrongResultsAreReportedAndFail) {
   const RunResult r =

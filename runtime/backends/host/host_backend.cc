@@ -53,7 +53,17 @@ class HostBackend final : public Backend {
 ncclResult_t HostBackend::attach(ncclComm_t comm) {
   auto hc = std::make_shared<HostComm>();
   hc->exec_cfg.abort_flag = &comm->abort_flag;
-  hc->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", 20));
+  // How a wait passes the time (host_exec.cc, wait_slow): while every rank of the host has a core of
+  // its own it spins first; with more ranks than cores the peer a rank waits for usually needs that
+  // rank's core, so it yields at once.
+  const PeerInfo& me = comm->peers[comm->rank];
+  int ranks_here = 0, cpus = me.cpus;
+  for (const PeerInfo& q : comm->peers)
+    if (q.host_hash == me.host_hash) {
+      ++ranks_here;
+      cpus = std::min(cpus, q.cpus);
+    }
+  hc->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", ranks_here > cpus ? 0 : 20));
   hc->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
   hc->exec_cfg.timeout_us = comm->timeout_s * 1e6;
   hc->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
@@ -102,37 +112,44 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     cfg.record = recorder_step;
     cfg.record_data = &rctx;
   }
-  std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
   const double t_begin = comm->recording ? now_us() : 0.0;
-  std::vector<std::function<void()>> tasks;
-  tasks.reserve(w.nchannels);
-  for (int c = 0; c < w.nchannels; ++c) {
-    tasks.emplace_back([&, c] {
-      Channel& ch = comm->channels[c];
-      if (tree) {
-        TreeConns conns{};
-        if (ch.tree.up >= 0) {
-          PeerConns& pc = ch.peers[ch.tree.up];
-          conns.up_recv = &pc.recv[w.proto].info;
-          conns.up_send = &pc.send[w.proto].info;
-        }
-        conns.ndown = ch.tree.ndown;
-        for (int i = 0; i < ch.tree.ndown; ++i) {
-          PeerConns& pc = ch.peers[ch.tree.down[i]];
-          conns.down_recv[i] = &pc.recv[w.proto].info;
-          conns.down_send[i] = &pc.send[w.proto].info;
-        }
-        tree_fn(execs[c], w, ch.tree, conns, c);
-        return;
+  // Channel c of this rank: its ring or tree with the protocol's connections.
+  auto run_channel = [&](HostExec& ex, int c) {
+    Channel& ch = comm->channels[c];
+    if (tree) {
+      TreeConns conns{};
+      if (ch.tree.up >= 0) {
+        PeerConns& pc = ch.peers[ch.tree.up];
+        conns.up_recv = &pc.recv[w.proto].info;
+        conns.up_send = &pc.send[w.proto].info;
       }
-      RingView ring{ch.view.data(), comm->nranks};
-      fn(execs[c], w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
-         comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
-    });
-  }
-  hc.lanes->run(tasks);
-  for (auto& ex : execs)
+      conns.ndown = ch.tree.ndown;
+      for (int i = 0; i < ch.tree.ndown; ++i) {
+        PeerConns& pc = ch.peers[ch.tree.down[i]];
+        conns.down_recv[i] = &pc.recv[w.proto].info;
+        conns.down_send[i] = &pc.send[w.proto].info;
+      }
+      tree_fn(ex, w, ch.tree, conns, c);
+      return;
+    }
+    RingView ring{ch.view.data(), comm->nranks};
+    fn(ex, w, ring, c, comm->nranks > 1 ? &ch.prev().recv[w.proto].info : nullptr,
+       comm->nranks > 1 ? &ch.next().send[w.proto].info : nullptr);
+  };
+  if (w.nchannels == 1) {
+    // One channel (every small call): on this thread, with nothing to hand to the lanes.
+    HostExec ex(cfg);
+    run_channel(ex, 0);
     if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  } else {
+    std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
+    std::vector<std::function<void()>> tasks;
+    tasks.reserve(w.nchannels);
+    for (int c = 0; c < w.nchannels; ++c) tasks.emplace_back([&, c] { run_channel(execs[c], c); });
+    hc.lanes->run(tasks);
+    for (auto& ex : execs)
+      if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+  }
   if (comm->recording)
     recorder_op(comm, w.op_count, op.coll, algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
                 total, w.nchannels, t_begin, now_us());

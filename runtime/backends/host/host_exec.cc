@@ -77,10 +77,13 @@ bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Deta
 
 bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) {
   const double start = cclab::now_us();
-  // Phase 1: spin for spin_us, yielding now and then so a peer sharing this core can run.
-  for (int i = 0;; ++i) {
+  // Phase 1: spin for spin_us (the default while every rank of the host has a core of its own),
+  // yielding every kSpinPolls polls: the scheduler sometimes puts two ranks on one core and keeps them
+  // there (a wake-up too places the wakee beside its waker), and a peer sharing this core then runs at
+  // the yield instead of after the spin.
+  for (int i = 1; cfg_.spin_us > 0; ++i) {
     if (counter_load(c) >= target) return true;
-    if ((i & 63) == 63) {
+    if (i % kSpinPolls == 0) {
       if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
       if (cclab::now_us() - start > cfg_.spin_us) break;
       sched_yield();

@@ -8,6 +8,8 @@
 // a wait longer than CCLAB_STUCK_WARN seconds warns naming the rank, channel, peer and step.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -28,12 +30,15 @@ inline void cpu_relax() {
 #endif
 }
 
+// Polls between the spin phase's yields (host_exec.cc, wait_slow; wait_flag).
+constexpr int kSpinPolls = 64;
+
 // Why a wait ended without its condition.
 enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3 };
 
 struct HostExecConfig {
   const std::atomic<int>* abort_flag = nullptr;  // communicator's abort flag
-  double spin_us = 20;                           // spin before yielding, microseconds
+  double spin_us = 20;                           // spin before yielding, microseconds (0: yield at once)
   double yield_us = 2000;                        // then yield the core before sleeping, microseconds
   double timeout_us = 0;                         // 0: wait forever (abortable)
   double stuck_warn_us = 30e6;                   // warn once after this long
@@ -63,10 +68,18 @@ class HostExec {
   bool wait_flag(const Ready& ready, const WaitSite& site, const ConnCounter* bell, uint64_t target) {
     if (ready()) return true;
     const double start = cclab::now_us();
-    for (uint64_t i = 1; cclab::now_us() - start < cfg_.spin_us; ++i) {
+    // As wait_slow's spin: the clock, the abort flag and a yield every kSpinPolls polls (a peer the
+    // scheduler put on this core runs at the yield).
+    for (uint64_t i = 1; cfg_.spin_us > 0; ++i) {
       if (ready()) return true;
-      if ((i & 63) == 0 && cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
-      cpu_relax();
+      if (i % kSpinPolls == 0) {
+        if (cclab::now_us() - start >= cfg_.spin_us ||
+            (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)))
+          break;
+        sched_yield();
+      } else {
+        cpu_relax();
+      }
     }
     if (!wait_ge(bell, target, site)) return false;
     for (uint64_t i = 0;; ++i) {
