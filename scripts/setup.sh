@@ -29,7 +29,7 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="${CCLAB_BUILD_TYPE:-RelWithDebInfo}" "$@"
 elif (($#)); then
-  cmake "$build" "$@"
+  cmake "$build" "$@" >/dev/null  # options given again: reconfigure quietly (errors still show)
 fi
 targets=()
 for t in ${CCLAB_TARGETS:-}; do targets+=(--target "$t"); done
