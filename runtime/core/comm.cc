@@ -211,6 +211,7 @@ struct SharedParams {
   uint32_t proto_mask;  // bit coll*3+proto: NCCL_PROTO enables it
   uint32_t from_env;    // bit coll: NCCL_ALGO (bit coll) / NCCL_PROTO (bit 8+coll) names the collective
   uint64_t topo_hash;   // CCLAB_TOPO, NCCL_TOPO_FILE, NCCL_GRAPH_FILE: every rank must model the same machine
+  int32_t channel_rule;  // CCLAB_MIN_CHANNEL_BYTES is set: its rule picks channels even under the host model
 };
 
 ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
@@ -268,6 +269,7 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   }
   p->buff_bytes = static_cast<int>(buff);
   p->min_channel_bytes = std::max<int64_t>(1, param_int("CCLAB_MIN_CHANNEL_BYTES", 64 << 10));
+  p->channel_rule = param_str("CCLAB_MIN_CHANNEL_BYTES", nullptr).empty() ? 0 : 1;
   const int64_t ll = param_int("NCCL_LL_BUFFSIZE", kLLBuffSize), ll128 = param_int("NCCL_LL128_BUFFSIZE", kLL128BuffSize);
   if (ll < kNcclSteps * kLLLineBytes || ll > (1 << 30) || ll % (kNcclSteps * kLLLineBytes) != 0)
     return report_error(ncclInvalidArgument, "NCCL_LL_BUFFSIZE=%lld is invalid: it must be a multiple of %d up to 1 GiB",
@@ -338,7 +340,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   std::vector<SharedParams> params(comm->nranks);
   r = read_params(comm, &params[comm->rank]);
   if (r != ncclSuccess) {
-    params[comm->rank] = SharedParams{-1, 0, 0, 0, 1, -1, -1, -1, -1, 0, 0, 0, 0};  // still take part, so the others learn of it
+    params[comm->rank] = SharedParams{-1, 0, 0, 0, 1, -1, -1, -1, -1, 0, 0, 0, 0, 0};  // still take part, so the others learn of it
   }
   ncclResult_t ag = comm->bootstrap->allgather(params.data(), sizeof(SharedParams));
   if (r != ncclSuccess) return r;
@@ -360,6 +362,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
       comm->channel_cap = comm->channel_cap > 0 ? std::min(comm->channel_cap, params[i].channel_cap) : params[i].channel_cap;
     comm->buff_bytes = std::min(comm->buff_bytes, params[i].buff_bytes);
     comm->min_channel_bytes = std::min(comm->min_channel_bytes, static_cast<size_t>(params[i].min_channel_bytes));
+    comm->channel_rule = comm->channel_rule || params[i].channel_rule != 0;
     comm->proto_buff_bytes[kProtoLL] = std::min(comm->proto_buff_bytes[kProtoLL], params[i].ll_buff_bytes);
     comm->proto_buff_bytes[kProtoLL128] = std::min(comm->proto_buff_bytes[kProtoLL128], params[i].ll128_buff_bytes);
     algo_mask &= params[i].algo_mask;

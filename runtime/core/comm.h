@@ -36,7 +36,7 @@ struct PeerInfo {
   int dev;             // the "device" index this rank plays in its process
   int64_t gpu_busid;   // CUDA backend: the PCI bus id of its GPU (NCCL's packed form); -1 otherwise
   int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
-  int cpus;            // CPUs its process may run on (sched_getaffinity)
+  int cpus;            // CPUs its process may run on (sched_getaffinity): the host model's cores
 };
 
 // One end of one connection, with the memory that keeps it alive.
@@ -92,9 +92,11 @@ struct ncclComm {
   int channel_cap = 0;                  // CUDA: most blocks per rank its GPU holds beside the others (0: none)
   int gpu_sharing = 1;                  // CUDA: the most ranks of this communicator on one GPU
   bool virtual_model = false;           // the topology is the plain virtual model (no machine given or detected)
+  bool host_machine = false;            // host backend, no machine given: the tuner models the host (HostCosts)
   int buff_bytes = 4 << 20;  // NCCL_BUFFSIZE, Simple FIFO bytes per connection
   int proto_buff_bytes[cclab::kNumProtocols] = {0, 0, 0};  // per protocol: NCCL_LL_BUFFSIZE, NCCL_LL128_BUFFSIZE, NCCL_BUFFSIZE
   size_t min_channel_bytes = 64 << 10;  // CCLAB_MIN_CHANNEL_BYTES: smallest share of a collective per channel
+  bool channel_rule = false;            // CCLAB_MIN_CHANNEL_BYTES was set: it picks channels, not the host model
   std::vector<cclab::Channel> channels;
   // Topology, searched graphs and cost model (identical on every rank: computed from agreed inputs).
   cclab::Topology topo;

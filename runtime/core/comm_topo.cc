@@ -196,6 +196,8 @@ ncclResult_t load_topology(ncclComm_t comm) {
       machines_from_hosts(comm, &machines, &per);
       topo = make_virtual_topology(per, machines);
       comm->virtual_model = true;
+      // The host backend on one host: the tuner models the host itself (setup_topology).
+      comm->host_machine = !comm->cuda && !comm->sim && machines == 1;
       // The model's GPUs are those the ranks run on as far as their compute capability goes (it picks
       // the tuner's constants and NCCL's LL128 rule); their links stay the virtual model's PCIe switch,
       // under which LL128 is off by default as on any machine without NVLink.
@@ -331,8 +333,24 @@ ncclResult_t setup_topology(ncclComm_t comm) {
                                          : "virtual model: 16 by default",
                  note.empty() ? "" : "; ", note.c_str());
   }
-  const std::vector<ChannelPlan> plan =
-      plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
+  std::vector<ChannelPlan> plan = plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
+  if (comm->host_machine) {
+    // On the host every rank reaches every other through memory alike, and what a small call waits for
+    // is hand-offs between threads: the trees are as shallow as the kernels' fan-in allows (kMaxFan = 3
+    // children, NCCL_MAX_TREE_ARITY), a rank's children 3p+1..3p+3 of its place p, so 2 ceil(log3(2k+1)) - 2
+    // hops up and down where a chain through the host has 2(k-1): 2 for 4 ranks. Channel c's tree starts
+    // at rank c, so the roots' extra work spreads over the ranks.
+    for (int c = 0; c < comm->nchannels; ++c) {
+      plan[c].tree_index = c % 2;
+      for (int r = 0; r < comm->nranks; ++r) {
+        const int k = comm->nranks, p = (r - c % k + k) % k;
+        TreeLinks t{-1, {-1, -1, -1}, 0};
+        if (p > 0) t.up = ((p - 1) / kMaxFan + c) % k;
+        for (int q = kMaxFan * p + 1; q <= kMaxFan * p + kMaxFan && q < k; ++q) t.down[t.ndown++] = (q + c) % k;
+        plan[c].tree[r] = t;
+      }
+    }
+  }
   comm->channels.assign(comm->nchannels, Channel{});
   for (int c = 0; c < comm->nchannels; ++c) {
     Channel& ch = comm->channels[c];
@@ -363,6 +381,15 @@ ncclResult_t setup_topology(ncclComm_t comm) {
                                                       static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
   TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
   in.enable = comm->algo_proto;
+  if (comm->host_machine) {
+    // The host backend runs on the host, not on the virtual model's GPUs: its cores (the fewest any
+    // rank's process may use), its ranks, and the channels this communicator connected, with the
+    // constants of graph/tuning.cc (docs/tuner.md, section 6).
+    int cores = comm->peers[0].cpus;
+    for (const PeerInfo& p : comm->peers) cores = std::min(cores, p.cpus);
+    in.host = host_costs(cores, comm->nranks, comm->nchannels);
+    in.ring_channels = in.tree_channels = comm->nchannels;
+  }
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);
   in.net_overhead_us = overhead_ns < 0 ? -1.0 : static_cast<double>(overhead_ns) / 1000.0;

@@ -36,7 +36,7 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // since the model's inputs are agreed at init. Fails when the environment leaves nothing cclab can
 // run for this collective.
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
-                               double* time_us) {
+                               double* time_us, int* nchannels = nullptr) {
   TunerChoice c;
   {
     std::lock_guard<std::mutex> lk(comm->choice_mu);
@@ -56,6 +56,7 @@ ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, Alg
   *algo = c.algo;
   *proto = static_cast<int>(c.proto);
   *time_us = c.time_us;
+  if (nchannels) *nchannels = c.nchannels;
   return ncclSuccess;
 }
 
@@ -118,11 +119,15 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
   w.rank = comm->rank;
   w.nranks = comm->nranks;
   const size_t total = coll_bytes(comm, op);
-  w.nchannels = channels_for(comm, total);
   AlgoKind algo = AlgoKind::kRing;
   double predicted_us = 0;
-  ncclResult_t res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us);
+  int model_channels = 1;
+  ncclResult_t res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels);
   if (res != ncclSuccess) return res;
+  // The host model (graph/tuning.h, HostCosts) picks the channel count with the algorithm and protocol,
+  // unless CCLAB_MIN_CHANNEL_BYTES asks for its rule; a model of GPUs leaves the backend its own rule.
+  w.nchannels = comm->tuner.host_model() && !comm->channel_rule ? std::max(1, std::min(model_channels, comm->nchannels))
+                                                                : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
   w.chunk_bytes = tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
                                           comm->nranks)

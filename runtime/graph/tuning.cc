@@ -95,6 +95,18 @@ constexpr int kMaxDevWorkBatchColls = 10;
 // Ring/Simple multi-node "plateau effect" latency factor (ncclTopoGetAlgoTime).
 constexpr double kRingPlateauFactor = 1.4, kRingPlateauFactorPreAmpere = 1.9;
 
+// The host model's constants (HostCosts), measured on the reference host - 2 cores of an Intel Xeon VM
+// (L2 2 MiB per core), Debian 12, g++ 12, RelWithDebInfo - by bench/host_costs.sh with one process per
+// rank; docs/tuner.md section 6 gives the run. Rows Tree, Ring; columns LL, LL128, Simple. A hop is one
+// primitive of the critical path with all its slices: Ring/Simple's AllReduce, AllGather and
+// ReduceScatter primitives hand over two (ProtoSimple<2,2>), Tree/Simple's and the ring's
+// Broadcast/Reduce one (ProtoSimple<1,1>), hence Ring/Simple's higher hop.
+constexpr double kHostLaunchUs = 0.33;   // 1 rank, 8 B
+constexpr double kHostChannelUs = 1.66;  // 2 ranks, 8 B, Tree/Simple: 2 channels minus 1, less the hops
+const double kHostHopUs[2][kP] = {{0.30, 0.41, 0.34}, {0.20, 0.30, 0.60}};         // 2 ranks, 8 B
+const double kHostOversubHopUs[2][kP] = {{2.34, 2.36, 1.78}, {0.80, 1.22, 1.71}};  // 4 ranks on 2 cores, 8 B
+const double kHostChannelGbps[kP] = {0.66, 0.37, 10.11};  // 2 ranks, Ring, 16 KiB .. 256 KiB
+
 // NCCL's function order (ncclFunc_t: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce), the
 // order its TUNING log prints rows in; cclab's CollKind order differs.
 const CollKind kNcclFuncOrder[kNumColls] = {CollKind::kBroadcast, CollKind::kReduce, CollKind::kAllGather,
@@ -323,6 +335,92 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
 }
 
 // ---------------------------------------------------------------------------------------------------
+// [SECTION] Host model (HostCosts): threads of one host play the GPUs
+// ---------------------------------------------------------------------------------------------------
+
+// The host's trees (comm_topo.cc): every rank has up to kHostTreeArity children (the kernels' fan-in,
+// NCCL_MAX_TREE_ARITY), the children of place p at 3p+1..3p+3. Depth: edges from the root to the last
+// rank; 1 for 2..4 ranks, 2 for 5..13.
+constexpr int kHostTreeArity = 3;
+int host_tree_depth(int nranks) {
+  int depth = 0;
+  for (long long reach = 1, level = 1; reach < nranks; ++depth) {
+    level *= kHostTreeArity;
+    reach += level;
+  }
+  return depth;
+}
+
+// Primitives on the critical path of one call: a ring's nsteps (k-1 for Broadcast/Reduce, which pass
+// the data on once around the ring); for Tree up and down the host's tree.
+int host_hops(CollKind coll, int a, int nranks) {
+  if (a == kTree) return 2 * host_tree_depth(nranks);
+  if (coll == CollKind::kBroadcast || coll == CollKind::kReduce) return nranks - 1;
+  return nsteps_of(coll, nranks);
+}
+
+// Bytes on the critical path's data loops per byte of the call. The ring's steps run on every rank at
+// once, so it is each rank's share, NCCL's bus factor (nsteps / nRanks). A tree level waits for the
+// level below, and its parent passes over each child's slice on the way up and writes each child's on
+// the way down: depth x (1 + children) (2 for 2 ranks, 4 from 4 ranks on; fits the measured slopes,
+// docs/tuner.md section 6).
+double host_traffic(CollKind coll, int a, int nranks) {
+  if (a == kTree) return host_tree_depth(nranks) * (1.0 + std::min(kHostTreeArity, nranks - 1));
+  if (coll == CollKind::kBroadcast || coll == CollKind::kReduce) return 1.0;
+  return static_cast<double>(nsteps_of(coll, nranks)) / nranks;
+}
+
+// Threads busy at once per channel: every rank on a ring, about half of them in a tree (a level at a
+// time; the leaves send together).
+int host_busy(int a, int nranks) { return a == kTree ? std::max(1, nranks / 2) : nranks; }
+
+bool host_oversubscribed(const HostCosts& h, int nc) { return h.ranks_per_host * nc > h.cores; }
+
+// The per-primitive hop: Broadcast/Reduce run Simple in one-slot slices, as Tree does.
+double host_hop(const HostCosts& h, CollKind coll, int a, int p, int nc) {
+  const int row = (a == kRing && p == kSimple && (coll == CollKind::kBroadcast || coll == CollKind::kReduce)) ? kTree : a;
+  return host_oversubscribed(h, nc) ? h.oversub_hop_us[row][p] : h.hop_us[row][p];
+}
+
+// Payload GB/s of the critical path's data loops: each channel's thread at channel_gbps, times the
+// cores' share when the threads busy at once outnumber them.
+double host_rate(const HostCosts& h, int a, int p, int nc, std::string* how) {
+  const int busy = host_busy(a, h.ranks_per_host) * nc;
+  const double share = std::min(1.0, static_cast<double>(h.cores) / busy);
+  const double rate = nc * h.channel_gbps[p] * share;
+  if (how) {
+    *how = format("%d ch x %s GB/s", nc, num(h.channel_gbps[p]).c_str());
+    if (share < 1) *how += format(" x %d cores / %d busy threads", h.cores, busy);
+    *how += format(" = %s GB/s", num(rate).c_str());
+  }
+  return rate;
+}
+
+double host_latency(const TunerInput& in, CollKind coll, int a, int p, int nc, std::string* how) {
+  const HostCosts& h = in.host;
+  const int hops = host_hops(coll, a, in.nranks);
+  const double hop = host_hop(h, coll, a, p, nc);
+  if (how) {
+    *how = format("launch %s", num(h.launch_us).c_str());
+    if (nc > 1) *how += format(" + %d more channel%s x %s", nc - 1, nc == 2 ? "" : "s", num(h.channel_us).c_str());
+    *how += format(" + %d hops x %s%s", hops, num(hop).c_str(),
+                   host_oversubscribed(h, nc) ? format(" (%d rank threads on %d cores)", h.ranks_per_host * nc,
+                                                       h.cores).c_str()
+                                              : "");
+  }
+  return h.launch_us + (nc - 1) * h.channel_us + hops * hop;
+}
+
+// Algorithm bandwidth (GB/s: bytes of the call per second) on nc channels.
+double host_bandwidth(const TunerInput& in, CollKind coll, int a, int p, int nc, std::string* how) {
+  std::string rate_how;
+  const double rate = host_rate(in.host, a, p, nc, how ? &rate_how : nullptr);
+  const double traffic = host_traffic(coll, a, in.nranks);
+  if (how) *how = rate_how + format("; the critical path moves %s x the bytes", num(traffic).c_str());
+  return rate / traffic;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // [SECTION] Enablement
 // ---------------------------------------------------------------------------------------------------
 
@@ -371,6 +469,24 @@ std::string combo_name(int a, int p) {
 // [SECTION] CostModel
 // ---------------------------------------------------------------------------------------------------
 
+HostCosts host_costs(int cores, int ranks_per_host, int max_channels) {
+  HostCosts h;
+  h.cores = std::max(cores, 1);
+  h.ranks_per_host = std::max(ranks_per_host, 1);
+  h.max_channels = std::max(max_channels, 1);
+  h.launch_us = kHostLaunchUs;
+  h.channel_us = kHostChannelUs;
+  for (int row = 0; row < 2; ++row) {
+    const int a = row == 0 ? kTree : kRing;
+    for (int p = 0; p < kP; ++p) {
+      h.hop_us[a][p] = kHostHopUs[row][p];
+      h.oversub_hop_us[a][p] = kHostOversubHopUs[row][p];
+    }
+  }
+  for (int p = 0; p < kP; ++p) h.channel_gbps[p] = kHostChannelGbps[p];
+  return h;
+}
+
 bool CostModel::init(const TunerInput& in, std::string* error) {
   auto fail = [&](const std::string& s) {
     if (error) *error = "tuner: " + s;
@@ -390,6 +506,14 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
     if (g->bw_intra < 0 || g->bw_inter < 0) return fail(format("graph %d has a negative bandwidth", g->id));
   }
   if (in.ring_channels < 0 || in.tree_channels < 0) return fail("negative channel count");
+  if (in.host.cores > 0) {
+    const HostCosts& h = in.host;
+    if (in.nnodes != 1) return fail(format("the host model describes one host, not %d", in.nnodes));
+    if (h.ranks_per_host < 1 || h.max_channels < 1)
+      return fail(format("bad host model: %d ranks, %d channels", h.ranks_per_host, h.max_channels));
+    for (int p = 0; p < kP; ++p)
+      if (h.channel_gbps[p] <= 0) return fail("bad host model: a protocol moves no data");
+  }
 
   in_ = in;
   for (int c = 0; c < kNumColls; c++)
@@ -414,6 +538,11 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
     for (int a = 0; a < kA; a++) {
       if (!modelled(coll, a) || graph_of(in, a) == nullptr) continue;
       for (int p = 0; p < kP; p++) {
+        if (host_model()) {
+          lat_[c][a][p] = host_latency(in, coll, a, p, 1, nullptr);
+          bw_[c][a][p] = is_enabled(in, coll, a, p, nullptr) ? host_bandwidth(in, coll, a, p, 1, nullptr) : 0;
+          continue;
+        }
         lat_[c][a][p] = model_latency(in, coll, a, p, nullptr);
         bw_[c][a][p] = is_enabled(in, coll, a, p, nullptr) ? model_bandwidth(in, coll, a, p, nullptr) : 0;
       }
@@ -438,11 +567,26 @@ bool CostModel::enabled(CollKind coll, AlgoKind algo, ProtoKind proto) const {
   return bandwidth(coll, algo, proto) > 0;
 }
 
-double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto, int num_pipe_ops) const {
+double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto, int num_pipe_ops,
+                          int* nchannels) const {
   // ncclTopoGetAlgoTime.
   int a = static_cast<int>(algo), p = static_cast<int>(proto);
   double bw = bandwidth(coll, algo, proto);
   if (bw <= 0) return -1;
+  if (nchannels) *nchannels = comm_channels(in_, a);
+  if (host_model()) {
+    // Every operation of a group pays its own hops; the fastest channel count, fewest on a tie.
+    double best = -1;
+    for (int nc = 1; nc <= in_.host.max_channels; ++nc) {
+      const double t = std::max(num_pipe_ops, 1) * host_latency(in_, coll, a, p, nc, nullptr) +
+                       static_cast<double>(bytes) / (1000.0 * host_bandwidth(in_, coll, a, p, nc, nullptr));
+      if (best < 0 || t < best) {
+        best = t;
+        if (nchannels) *nchannels = nc;
+      }
+    }
+    return best;
+  }
   double lat = latency_us(coll, algo, proto);
   int log_size = log2i(static_cast<long long>(bytes >> 6));
   if (a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23)
@@ -458,7 +602,7 @@ double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind 
 TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) const {
   TunerChoice out;
   if (coll_index(coll) < 0 || coll_index(coll) >= kNumColls) return out;
-  int best_a = -1, best_p = -1;
+  int best_a = -1, best_p = -1, best_nc = 1;
   double best = 3600000000.0;
   if (in_.nranks == 1) {
     // updateCollCostTable: a 1-rank communicator always runs Ring/Simple (a copy), time 0.
@@ -467,8 +611,9 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) con
     // topoGetAlgoInfo: the lowest time wins; ties go to the lower algorithm, then protocol index.
     for (int a = 0; a < kA; a++) {
       for (int p = 0; p < kP; p++) {
-        double t = time_us(coll, bytes, static_cast<AlgoKind>(a), static_cast<ProtoKind>(p), num_pipe_ops);
-        if (t >= 0 && t < best) best_a = a, best_p = p, best = t;
+        int nc = 1;
+        double t = time_us(coll, bytes, static_cast<AlgoKind>(a), static_cast<ProtoKind>(p), num_pipe_ops, &nc);
+        if (t >= 0 && t < best) best_a = a, best_p = p, best = t, best_nc = nc;
       }
     }
   }
@@ -478,6 +623,12 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) con
   out.proto = static_cast<ProtoKind>(best_p);
   out.time_us = best;
   out.valid = true;
+  if (host_model()) {
+    // The host runs a thread per channel: the model's fastest count, no thread trimming.
+    out.nchannels = in_.nranks == 1 ? 1 : best_nc;
+    out.nthreads = 1;
+    return out;
+  }
 
   // Channel then thread trimming: fewer channels, then fewer threads, while each thread would get less
   // than threadThreshold bytes (Ring/LL's threshold scales with nRanks).
@@ -510,30 +661,39 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
   std::string why;
   if (!is_enabled(in_, coll, a, p, &why)) return head + "unavailable - " + why;
 
-  std::string lat_how, bw_how;
-  double lat = model_latency(in_, coll, a, p, &lat_how);
-  double bw = model_bandwidth(in_, coll, a, p, &bw_how);
-  double t = time_us(coll, bytes, algo, proto);
+  std::string lat_how, bw_how, s;
+  if (host_model()) {
+    int nc = 1;
+    const double t = time_us(coll, bytes, algo, proto, 1, &nc);
+    const double lat = host_latency(in_, coll, a, p, nc, &lat_how);
+    const double bw = host_bandwidth(in_, coll, a, p, nc, &bw_how);
+    s = head + format("%.1f us on %d channel%s = latency %.1f us (%s) + %.1f us for %zu B at %.2f GB/s [host: %s]", t,
+                      nc, nc == 1 ? "" : "s", lat, lat_how.c_str(), static_cast<double>(bytes) / (1000.0 * bw), bytes,
+                      bw, bw_how.c_str());
+  } else {
+    double lat = model_latency(in_, coll, a, p, &lat_how);
+    double bw = model_bandwidth(in_, coll, a, p, &bw_how);
+    double t = time_us(coll, bytes, algo, proto);
 
-  // The adjustments time_us applies for this size.
-  std::string lat_s = format("latency %.1f us (%s)", lat, lat_how.c_str());
-  double eff_bw = bw;
-  std::string bw_note;
-  int log_size = log2i(static_cast<long long>(bytes >> 6));
-  if (a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) {
-    double f = kTreeCorrectionFactor[p][log_size];
-    eff_bw = bw * f;
-    bw_note = format(" = %.1f x tree correction %s", bw, num(f).c_str());
+    // The adjustments time_us applies for this size.
+    std::string lat_s = format("latency %.1f us (%s)", lat, lat_how.c_str());
+    double eff_bw = bw;
+    std::string bw_note;
+    int log_size = log2i(static_cast<long long>(bytes >> 6));
+    if (a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) {
+      double f = kTreeCorrectionFactor[p][log_size];
+      eff_bw = bw * f;
+      bw_note = format(" = %.1f x tree correction %s", bw, num(f).c_str());
+    }
+    if (a == kRing && p == kSimple && in_.nnodes > 1 && coll == CollKind::kAllReduce &&
+        bytes / (static_cast<size_t>(comm_channels(in_, kRing)) * in_.nranks) >= 64) {
+      double f = in_.sm_min < 80 ? kRingPlateauFactorPreAmpere : kRingPlateauFactor;
+      lat_s = format("latency %.1f us (%s; x %s multi-node ring plateau = %.1f)", lat * f, lat_how.c_str(),
+                     num(f).c_str(), lat * f);
+    }
+    s = head + format("%.1f us = %s + %.1f us for %zu B at %.1f GB/s%s [%s]", t, lat_s.c_str(),
+                      static_cast<double>(bytes) / (1000.0 * eff_bw), bytes, eff_bw, bw_note.c_str(), bw_how.c_str());
   }
-  if (a == kRing && p == kSimple && in_.nnodes > 1 && coll == CollKind::kAllReduce &&
-      bytes / (static_cast<size_t>(comm_channels(in_, kRing)) * in_.nranks) >= 64) {
-    double f = in_.sm_min < 80 ? kRingPlateauFactorPreAmpere : kRingPlateauFactor;
-    lat_s = format("latency %.1f us (%s; x %s multi-node ring plateau = %.1f)", lat * f, lat_how.c_str(),
-                   num(f).c_str(), lat * f);
-  }
-  std::string s = head + format("%.1f us = %s + %.1f us for %zu B at %.1f GB/s%s [%s]", t, lat_s.c_str(),
-                                static_cast<double>(bytes) / (1000.0 * eff_bw), bytes, eff_bw, bw_note.c_str(),
-                                bw_how.c_str());
 
   // Where it stands against the rest.
   TunerChoice ch = choose(coll, bytes);
@@ -547,7 +707,10 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
         double tt = time_us(coll, bytes, static_cast<AlgoKind>(aa), static_cast<ProtoKind>(pp));
         if (tt >= 0 && (ru_a < 0 || tt < ru)) ru_a = aa, ru_p = pp, ru = tt;
       }
-    s += format("; chosen, on %d channels x %d threads", ch.nchannels, ch.nthreads);
+    if (host_model())
+      s += format("; chosen, on %d channel%s", ch.nchannels, ch.nchannels == 1 ? "" : "s");
+    else
+      s += format("; chosen, on %d channels x %d threads", ch.nchannels, ch.nthreads);
     if (ru_a >= 0) s += format("; runner-up %s %.1f us", combo_name(ru_a, ru_p).c_str(), ru);
     else s += "; nothing else is enabled";
   } else if (ch.valid) {
@@ -559,11 +722,29 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
 std::string CostModel::describe() const {
   std::string out;
   const TunerInput& in = in_;
-  out += format("Tuner: nRanks %d nNodes %d ppn %d sm %d/%d (%s) cpu %s, llMaxBw %s GB/s, net overhead %s us\n",
-                in.nranks, in.nnodes, in.nranks / in.nnodes, in.sm_min, in.sm_max, kGenNames[gen_index(in)],
-                in.cpu_vendor == CpuVendor::kAmd ? "AMD" : in.cpu_vendor == CpuVendor::kIntel ? "Intel" : "other",
-                num(kLlMaxBws[ll_row(in)][nodes_index(in)]).c_str(), num(in.nnodes > 1 ? net_overhead(in) : 0).c_str());
+  if (host_model()) {
+    const HostCosts& h = in.host;
+    out += format("Tuner: host model (docs/tuner.md section 6): nRanks %d on %d cores, 1..%d channels; launch %s us, "
+                  "each further channel %s us; per channel LL/LL128/Simple %s/%s/%s GB/s\n",
+                  in.nranks, h.cores, h.max_channels, num(h.launch_us).c_str(), num(h.channel_us).c_str(),
+                  num(h.channel_gbps[kLL]).c_str(), num(h.channel_gbps[kLL128]).c_str(),
+                  num(h.channel_gbps[kSimple]).c_str());
+    for (int a : {kTree, kRing})
+      out += format("  %s hops LL/LL128/Simple: %s/%s/%s us, %s/%s/%s us with more rank threads than cores\n",
+                    algo_name(static_cast<AlgoKind>(a)), num(h.hop_us[a][kLL]).c_str(), num(h.hop_us[a][kLL128]).c_str(),
+                    num(h.hop_us[a][kSimple]).c_str(), num(h.oversub_hop_us[a][kLL]).c_str(),
+                    num(h.oversub_hop_us[a][kLL128]).c_str(), num(h.oversub_hop_us[a][kSimple]).c_str());
+    std::string why;
+    out += format("  LL128: %s; the table below is for one channel\n",
+                  ll128_default(in, kRing, &why) ? "on by default" : why.c_str());
+  } else {
+    out += format("Tuner: nRanks %d nNodes %d ppn %d sm %d/%d (%s) cpu %s, llMaxBw %s GB/s, net overhead %s us\n",
+                  in.nranks, in.nnodes, in.nranks / in.nnodes, in.sm_min, in.sm_max, kGenNames[gen_index(in)],
+                  in.cpu_vendor == CpuVendor::kAmd ? "AMD" : in.cpu_vendor == CpuVendor::kIntel ? "Intel" : "other",
+                  num(kLlMaxBws[ll_row(in)][nodes_index(in)]).c_str(), num(in.nnodes > 1 ? net_overhead(in) : 0).c_str());
+  }
   for (int a : {kTree, kRing}) {
+    if (host_model()) break;
     const TopoGraph* g = graph_of(in, a);
     if (g == nullptr) {
       out += format("  %s: no graph, unavailable\n", algo_name(static_cast<AlgoKind>(a)));
@@ -619,6 +800,7 @@ std::string CostModel::describe() const {
       out += line + std::string("\n");
     }
   }
+  if (host_model()) return out;
   long long ring_ll = static_cast<long long>(kThreadThresholds[kLL]) * in.nranks;
   out += format("threadThresholds %d/%d/%d | %lld/%d/%d\n", kThreadThresholds[kLL], kThreadThresholds[kLL128],
                 kThreadThresholds[kSimple], ring_ll, kThreadThresholds[kLL128], kThreadThresholds[kSimple]);

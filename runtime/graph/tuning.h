@@ -22,6 +22,28 @@
 
 namespace cclab {
 
+// The host backend's own machine, modelled when no CCLAB_TOPO / NCCL_TOPO_FILE names another: CPU
+// threads play the GPUs, so a step of the critical path is a hand-off between threads (a cache line, or
+// a context switch when the threads outnumber the cores) and the data a copy through memory, not a trip
+// over NVLink or PCIe. A call may run on 1..max_channels channels, and the model picks that count too.
+// host_costs() fills it with constants measured on a reference host (docs/tuner.md, section 6).
+struct HostCosts {
+  int cores = 0;           // CPUs the ranks of the host share; 0 = no host model (NCCL's constants)
+  int ranks_per_host = 1;  // ranks on the host: each runs a thread per channel of a call
+  int max_channels = 1;    // channels the communicator connected
+  double launch_us = 0;    // a call's fixed cost: API, tuner, its first channel's setup
+  double channel_us = 0;   // each channel beyond the first: handing it to a lane thread and joining it
+  // One primitive of the critical path (all its slices), per algorithm x protocol: every rank thread on
+  // a core of its own (hop_us), or more rank threads than cores (oversub_hop_us: the peer has to be
+  // scheduled first).
+  double hop_us[kNumAlgos][kNumProtos] = {};
+  double oversub_hop_us[kNumAlgos][kNumProtos] = {};
+  double channel_gbps[kNumProtos] = {};  // payload GB/s one channel's thread moves through its data loop
+};
+
+// The host model for ranks_per_host ranks sharing `cores` CPUs, on up to max_channels channels.
+HostCosts host_costs(int cores, int ranks_per_host, int max_channels);
+
 struct TunerInput {
   int nranks = 1;
   int nnodes = 1;                // machines
@@ -34,13 +56,14 @@ struct TunerInput {
   int tree_channels = 0;         // 0 = the graph's nchannels
   AlgoProtoEnable enable;        // NCCL_ALGO / NCCL_PROTO (everything enabled by default)
   double net_overhead_us = -1;   // NCCL_NET_OVERHEAD; -1 = NCCL's default per CPU vendor
+  HostCosts host;                // host.cores > 0: the host backend's own machine (one host) instead of GPUs
 };
 
 struct TunerChoice {
   AlgoKind algo = AlgoKind::kRing;
   ProtoKind proto = ProtoKind::kSimple;
-  int nchannels = 1;             // after trimming for small sizes
-  int nthreads = 512;            // per channel (a CUDA block), after trimming
+  int nchannels = 1;             // after trimming for small sizes (the host model: the fastest count)
+  int nthreads = 512;            // per channel (a CUDA block), after trimming; 1 under the host model
   double time_us = -1;           // predicted, for the untrimmed configuration as NCCL compares them
   bool valid = false;            // false when nothing is enabled / available for this collective
 };
@@ -52,16 +75,17 @@ class CostModel {
   bool init(const TunerInput& in, std::string* error);
 
   // Latency (µs) and bandwidth (GB/s, algorithm bandwidth = bytes / time) of one combination; the
-  // bandwidth is 0 when the combination is unavailable or disabled.
+  // bandwidth is 0 when the combination is unavailable or disabled. Under the host model: on one channel.
   double latency_us(CollKind coll, AlgoKind algo, ProtoKind proto) const;
   double bandwidth(CollKind coll, AlgoKind algo, ProtoKind proto) const;
   bool enabled(CollKind coll, AlgoKind algo, ProtoKind proto) const;
 
   // Predicted time of one call of `bytes` (NCCL's nBytes: count x type size for every collective
   // but AllGather/ReduceScatter, where it is the total, count x nranks x type size), -1 when
-  // unavailable. num_pipe_ops as in NCCL (operations aggregated in one group).
+  // unavailable. num_pipe_ops as in NCCL (operations aggregated in one group). Under the host model:
+  // on the fastest channel count (*nchannels, when given).
   double time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto,
-                 int num_pipe_ops = 1) const;
+                 int num_pipe_ops = 1, int* nchannels = nullptr) const;
 
   // NCCL's choice: lowest time among enabled combinations, then channel/thread trimming.
   TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1) const;
@@ -74,6 +98,7 @@ class CostModel {
   std::string describe() const;
 
   const TunerInput& input() const { return in_; }
+  bool host_model() const { return in_.host.cores > 0; }
 
  private:
   TunerInput in_;

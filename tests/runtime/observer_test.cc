@@ -7,6 +7,8 @@
 // ctest sets NCCL_BUFFSIZE=65536: 8 KiB slots, 32 KiB chunks, so a modest count takes several loops.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <mutex>
 #include <numeric>
@@ -22,6 +24,9 @@ namespace {
 
 constexpr int kRanks = 3;
 constexpr int kChannels = 2;
+// The schedules below split a call over channels by the 64 KiB rule (CCLAB_MIN_CHANNEL_BYTES), which
+// the host model's own choice of channels would otherwise replace. Set before any communicator exists.
+const bool kChannelRule = setenv("CCLAB_MIN_CHANNEL_BYTES", "65536", 1) == 0;
 constexpr size_t kBuffBytes = 65536;         // NCCL_BUFFSIZE set by ctest
 constexpr size_t kSlotBytes = kBuffBytes / 8;  // NCCL_STEPS = 8
 constexpr size_t kChunkBytes = 4 * kSlotBytes;  // Ring/Simple AllReduce: CHUNKSTEPS = 4 slots
@@ -124,6 +129,7 @@ std::vector<float> run_allreduce(const Comms& comms, size_t count) {
 }
 
 TEST(Observer, AllReduceFollowsTheRingSchedule) {
+  ASSERT_TRUE(kChannelRule);
   Comms comms(kRanks, kChannels);
   int nch = 0;
   NCCL_OK(cclabCommChannels(comms[0], &nch));

@@ -114,6 +114,66 @@ TEST(Tree, AllReduceFollowsTheDoubleBinaryTree) {
   }
 }
 
+// The host backend without CCLAB_TOPO models the host (graph/tuning.h, HostCosts): its trees give every
+// rank up to 3 children (the kernels' fan-in), channel c's rooted at rank c, so 4 ranks are a root and
+// 3 leaves; small all_reduces run as Tree/Simple (fewer hops than the ring on any number of cores: 2
+// against 6), large ones as Ring/Simple, and ncclGroupSimulateEnd answers with the host model's time;
+// CCLAB_TOPO=virtual keeps NCCL's model of PCIe GPUs (Ring/LL, 6.6 + 6 x 1.0 us at 8 B).
+TEST(Tree, HostModelWithoutTopology) {
+  for (const char* v : {"CCLAB_TOPO", "NCCL_TOPO_FILE", "CCLAB_MIN_CHANNEL_BYTES", "NCCL_ALGO", "NCCL_PROTO"}) unsetenv(v);
+  Env env{{"CCLAB_TIMEOUT", "20"}};
+  const int n = 4;
+  Comms comms(n, 2);
+  ASSERT_NE(comms[0], nullptr);
+  for (int c = 0; c < 2; ++c)
+    for (int r = 0; r < n; ++r) {
+      int tree = -1, up = -2, down[3] = {-2, -2, -2};
+      NCCL_OK(cclabCommTree(comms[r], c, &tree, &up, down));
+      // Channel c: rank c is the root and the others its children, in rank order from c on.
+      EXPECT_EQ(up, r == c ? -1 : c) << "rank " << r << " channel " << c;
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(down[i], r == c ? (c + 1 + i) % n : -1) << "rank " << r << " channel " << c;
+    }
+  std::vector<Recorder> rec(n);
+  for (int r = 0; r < n; ++r) NCCL_OK(cclabCommSetObserver(comms[r], Recorder::fn, &rec[r]));
+  const size_t big = 1 << 20;
+  std::vector<std::vector<float>> buf(n, std::vector<float>(big));
+  for (size_t count : {size_t{2}, big}) {
+    for (int r = 0; r < n; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + 1));
+    run_ranks(n, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr));
+    });
+    for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][count - 1], 10.0f) << "count " << count;
+  }
+  const int root = 0;  // channel 0's
+  bool tree_small = false, ring_small = false, ring_big = false;
+  for (const cclabStepEvent_t& e : rec[root].events) {
+    tree_small |= e.opCount == 0 && e.prim == cclabPrimSendFromOutput;
+    ring_small |= e.opCount == 0 && e.prim == cclabPrimRecvReduceCopySend;
+    ring_big |= e.opCount == 1 && e.prim == cclabPrimRecvReduceCopySend;
+    if (e.opCount == 0) {
+      EXPECT_EQ(e.channel, 0) << "the small call runs on one channel";
+      EXPECT_LE(e.bytes, 8u);
+    }
+  }
+  EXPECT_TRUE(tree_small && !ring_small && ring_big);
+
+  auto estimate = [&](ncclComm_t comm) {
+    ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(buf[0].data(), buf[0].data(), 2, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess) << ncclGetLastError(nullptr);
+    return info.estimatedTime;
+  };
+  const float host = estimate(comms[0]);
+  Env virt{{"CCLAB_TOPO", "virtual"}};
+  Comms gpus(n, 2);
+  ASSERT_NE(gpus[0], nullptr);
+  const float nccl = estimate(gpus[0]);
+  EXPECT_NEAR(nccl, 12.6f, 0.01f);
+  EXPECT_GT(host, 0.0f);
+  EXPECT_LT(host, 6.0f);  // 3.89 us on 2 cores, 1.01 us with a core per rank
+}
+
 // A small FIFO makes every channel's share several chunks long: the pipeline through the tree, and
 // in-place, with an average (the post op is applied once, at the root).
 TEST(Tree, ManyChunksInPlaceAverage) {

@@ -608,3 +608,121 @@ TEST(TunerEdges, InitErrors) {
 
 }  // namespace
 }  // namespace cclab
+
+// ---------------------------------------------------------------------------------------------------
+// The host model (HostCosts): the host backend without CCLAB_TOPO, CPU threads playing the GPUs. The
+// decisions below are the fastest configurations measured on the reference host (2 cores, one process
+// per rank and threads alike; docs/tuner.md section 6): timing stays in bench/, these check that the
+// model keeps choosing them.
+// ---------------------------------------------------------------------------------------------------
+
+namespace cclab {
+namespace {
+
+// What comm_topo.cc passes: the virtual model's graphs (a PCIe switch: LL128 off by default), the
+// communicator's channels, and the host.
+struct HostSystem : System {
+  HostSystem(int nranks, int cores, int channels)
+      : System(1, nranks, 80, 1, 24.0, PathType::kPix, PathType::kPix, channels) {
+    in.host = host_costs(cores, nranks, channels);
+    init();
+  }
+};
+
+std::string host_choice(const CostModel& m, CollKind coll, size_t bytes) {
+  const TunerChoice c = m.choose(coll, bytes);
+  return choice_str(c) + "/" + std::to_string(c.nchannels);
+}
+
+TEST(HostModel, TwoRanksOnTwoCores) {
+  HostSystem s(2, 2, 2);
+  ASSERT_TRUE(s.model.host_model());
+  // LL's flagged lines hand a few bytes over fastest; its data loop (0.69 GB/s) loses from 256 B on.
+  for (size_t b : {size_t{8}, size_t{64}}) EXPECT_EQ(host_choice(s.model, AR, b), "Ring/LL/1") << b;
+  for (size_t b : {256 * size_t{1}, KiB, 4 * KiB}) EXPECT_EQ(host_choice(s.model, AR, b), "Tree/Simple/1") << b;
+  // From 8 KiB the ring's smaller traffic wins; a second channel would put 4 threads on 2 cores.
+  for (size_t b = 8 * KiB; b <= 64 * MiB; b *= 2) EXPECT_EQ(host_choice(s.model, AR, b), "Ring/Simple/1") << b;
+}
+
+TEST(HostModel, FourRanksOnTwoCores) {
+  HostSystem s(4, 2, 2);
+  // More rank threads than cores: every hop waits for the peer to be scheduled, and the tree's 2 hops
+  // (a root with 3 children) beat the ring's 6 up to 64 KiB.
+  for (size_t b = 8; b <= 64 * KiB; b *= 2) EXPECT_EQ(host_choice(s.model, AR, b), "Tree/Simple/1") << b;
+  for (size_t b = 128 * KiB; b <= 64 * MiB; b *= 2) EXPECT_EQ(host_choice(s.model, AR, b), "Ring/Simple/1") << b;
+  // No LL where its data loop shows: 256 KiB ran 1387 us on LL against 583 us at 512 KiB before the
+  // host model. The ring's k-1 LL hops do win a few hundred bytes of the other collectives.
+  for (size_t b = 4 * KiB; b <= 64 * MiB; b *= 2)
+    for (CollKind coll : {AR, AG, RS, BC, RD}) EXPECT_EQ(s.model.choose(coll, b).proto, SIMPLE) << b;
+  EXPECT_EQ(host_choice(s.model, AG, 256), "Ring/LL/1");
+  EXPECT_EQ(host_choice(s.model, AG, 2 * KiB), "Ring/Simple/1");
+}
+
+TEST(HostModel, ArithmeticByHand) {
+  HostSystem s(4, 2, 2);
+  // Tree/Simple, 8 B, 1 channel: launch 0.33 + 2 hops x 1.78 (4 rank threads on 2 cores) + 8 B at
+  // 10.11 GB/s (2 busy threads on 2 cores) / (depth 1 x (1 + 3 children)) = 2.5275 GB/s.
+  EXPECT_NEAR(s.model.time_us(AR, 8, TREE, SIMPLE), 0.33 + 2 * 1.78 + 8 / 2527.5, 1e-9);
+  // Ring/Simple, 1 MiB, 1 channel: launch 0.33 + 6 hops x 1.71 + 1 MiB x 2(k-1)/k at 10.11 x 2/4 GB/s.
+  EXPECT_NEAR(s.model.time_us(AR, MiB, RING, SIMPLE), 0.33 + 6 * 1.71 + MiB * 1.5 / 5055.0, 1e-9);
+  // 2 channels: + 1.66, 8 threads on 2 cores: the same rate, so one channel is the fastest.
+  int nc = 0;
+  s.model.time_us(AR, 64 * MiB, RING, SIMPLE, 1, &nc);
+  EXPECT_EQ(nc, 1);
+  // AllGather's nBytes is the total: (k-1)/k of it through each rank.
+  EXPECT_NEAR(s.model.time_us(AG, MiB, RING, SIMPLE), 0.33 + 3 * 1.71 + MiB * 0.75 / 5055.0, 1e-9);
+  // Broadcast hands one-slot slices on (Tree/Simple's hop), k-1 = 3 of them.
+  EXPECT_NEAR(s.model.time_us(BC, 8, RING, SIMPLE), 0.33 + 3 * 1.78 + 8 / 5055.0, 1e-9);
+  const std::string why = s.model.explain(AR, 8, TREE, SIMPLE);
+  EXPECT_NE(why.find("2 hops x 1.78 (4 rank threads on 2 cores)"), std::string::npos) << why;
+  EXPECT_NE(why.find("chosen, on 1 channel"), std::string::npos) << why;
+  const std::string table = s.model.describe();
+  EXPECT_NE(table.find("host model"), std::string::npos) << table;
+  EXPECT_NE(table.find("nRanks 4 on 2 cores, 1..2 channels"), std::string::npos) << table;
+  // Deeper trees: 13 ranks fill two levels under the root (1 + 3 + 9), 14 need a third.
+  HostSystem t13(13, 2, 1), t14(14, 2, 1);
+  EXPECT_NEAR(t13.model.latency_us(AR, TREE, SIMPLE), 0.33 + 4 * 1.78, 1e-9);
+  EXPECT_NEAR(t14.model.latency_us(AR, TREE, SIMPLE), 0.33 + 6 * 1.78, 1e-9);
+}
+
+TEST(HostModel, CoresToSpareBuyChannels) {
+  // 2 ranks on 16 cores: 4 channels keep 8 threads on cores of their own, and a large call's data
+  // loops run 4x as fast; a small call stays on one channel (each further one costs 1.66 us).
+  HostSystem s(2, 16, 4);
+  EXPECT_EQ(host_choice(s.model, AR, 64 * MiB), "Ring/Simple/4");
+  EXPECT_EQ(s.model.choose(AR, 8).nchannels, 1);
+  // Not oversubscribed, even at 8 ranks: 2 x 8 = 16 threads; the tree is 2 deep (1 + 3 + 4 ranks).
+  HostSystem t(8, 16, 2);
+  EXPECT_NEAR(t.model.time_us(AR, 8, TREE, SIMPLE), 0.33 + 4 * 0.34 + 8 / (10110.0 / 8), 1e-9);
+}
+
+TEST(HostModel, NcclAlgoAndProtoStillNarrow) {
+  HostSystem s(4, 2, 2);
+  s.set_proto("LL");
+  for (size_t b : {size_t{8}, KiB, MiB}) EXPECT_EQ(s.model.choose(AR, b).proto, LL) << b;
+  EXPECT_EQ(choice_str(s.model.choose(AR, MiB)), "Ring/LL");
+  s.set_proto("Simple");
+  s.set_algo("Ring");
+  EXPECT_EQ(host_choice(s.model, AR, 8), "Ring/Simple/1");
+  s.set_algo("Tree");
+  EXPECT_FALSE(s.model.choose(AG, 8).valid);  // no Tree for AllGather
+}
+
+TEST(HostModel, OneHostOnly) {
+  HostSystem s(4, 2, 2);
+  TunerInput in = s.in;
+  in.nnodes = 2;
+  CostModel m;
+  std::string error;
+  EXPECT_FALSE(m.init(in, &error));
+  EXPECT_NE(error.find("one host"), std::string::npos) << error;
+  // Without a host model the same input is NCCL's model, unchanged.
+  in = s.in;
+  in.host = HostCosts{};
+  ASSERT_TRUE(m.init(in, &error)) << error;
+  EXPECT_FALSE(m.host_model());
+  EXPECT_NEAR(m.time_us(AR, 8, RING, LL), 6.6 + 6 * 1.0 + 8 / (1000 * m.bandwidth(AR, RING, LL)), 1e-9);
+}
+
+}  // namespace
+}  // namespace cclab

@@ -239,11 +239,38 @@ ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
   return result;
 }
 
+// One operation, a plan of its own (run_plan without the vector).
+ncclResult_t run_single(ncclComm_t comm, const OpDesc& op) {
+  set_log_rank(comm->rank);
+  if (op.kind == OpDesc::Kind::kColl) return run_collective(comm, op);
+  return run_p2p(comm, std::vector<const OpDesc*>{&op});
+}
+
 ncclResult_t HostBackend::launch(std::vector<OpDesc>& ops) {
   for (const OpDesc& o : ops)
     if (o.comm->backend != this)
       return report_error(ncclInvalidUsage, "%s: a group mixes host communicators with %s ones", o.fn,
                           cclabBackendName(o.comm->backend->kind()));
+  if (ops.size() == 1) {
+    // The usual call, one operation outside a group: nothing to split by communicator, and a host
+    // stream gets the operation itself (one allocation for the queue's entry).
+    const OpDesc& op = ops[0];
+    ncclComm_t comm = op.comm;
+    bool valid = true;
+    HostStream* hs = op.stream == nullptr ? nullptr : host_stream_lookup(op.stream, &valid);
+    comm->inflight.fetch_add(1);
+    if (hs == nullptr) {
+      const ncclResult_t r = run_single(comm, op);
+      comm->inflight.fetch_sub(1);
+      return r;
+    }
+    hs->enqueue([comm, op] {
+      const ncclResult_t r = run_single(comm, op);
+      comm->inflight.fetch_sub(1);
+      return r;
+    });
+    return ncclSuccess;
+  }
   // Split by communicator, keeping each communicator's order.
   std::vector<ncclComm_t> order;
   std::map<ncclComm_t, std::vector<OpDesc>> plans;
