@@ -114,6 +114,21 @@ TEST(Tree, AllReduceFollowsTheDoubleBinaryTree) {
   }
 }
 
+// Two in-place all_reduces on every rank, of `small` then `large` floats, each rank's buffer all
+// rank + 1; checks the sums and returns rank 0's buffer.
+std::vector<float> small_then_large(const Comms& comms, size_t small, size_t large) {
+  const int n = comms.size();
+  std::vector<std::vector<float>> buf(n, std::vector<float>(large));
+  for (size_t count : {small, large}) {
+    for (int r = 0; r < n; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + 1));
+    run_ranks(n, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr));
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(buf[r][count - 1], n * (n + 1) / 2.0f) << "count " << count;
+  }
+  return buf[0];
+}
+
 // The host backend without CCLAB_TOPO models the host (graph/tuning.h, HostCosts): its trees give every
 // rank up to 3 children (the kernels' fan-in), channel c's rooted at rank c, so 4 ranks are a root and
 // 3 leaves; small all_reduces run as Tree/Simple (fewer hops than the ring on any number of cores: 2
@@ -135,15 +150,7 @@ TEST(Tree, HostModelWithoutTopology) {
     }
   std::vector<Recorder> rec(n);
   for (int r = 0; r < n; ++r) NCCL_OK(cclabCommSetObserver(comms[r], Recorder::fn, &rec[r]));
-  const size_t big = 1 << 20;
-  std::vector<std::vector<float>> buf(n, std::vector<float>(big));
-  for (size_t count : {size_t{2}, big}) {
-    for (int r = 0; r < n; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + 1));
-    run_ranks(n, [&](int r) {
-      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr));
-    });
-    for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][count - 1], 10.0f) << "count " << count;
-  }
+  std::vector<float> any = small_then_large(comms, 2, 1 << 20);
   const int root = 0;  // channel 0's
   bool tree_small = false, ring_small = false, ring_big = false;
   for (const cclabStepEvent_t& e : rec[root].events) {
@@ -160,7 +167,7 @@ TEST(Tree, HostModelWithoutTopology) {
   auto estimate = [&](ncclComm_t comm) {
     ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
     EXPECT_EQ(ncclGroupStart(), ncclSuccess);
-    EXPECT_EQ(ncclAllReduce(buf[0].data(), buf[0].data(), 2, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(any.data(), any.data(), 2, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);
     EXPECT_EQ(ncclGroupSimulateEnd(&info), ncclSuccess) << ncclGetLastError(nullptr);
     return info.estimatedTime;
   };
@@ -279,15 +286,7 @@ TEST(Tree, RingAfterTreeOnSharedConnections) {
   ASSERT_NE(comms[0], nullptr);
   std::vector<Recorder> rec(n);
   for (int r = 0; r < n; ++r) NCCL_OK(cclabCommSetObserver(comms[r], Recorder::fn, &rec[r]));
-  const size_t big = 512 * 1024;
-  std::vector<std::vector<float>> buf(n, std::vector<float>(big));
-  for (size_t count : {size_t{1}, big}) {
-    for (int r = 0; r < n; ++r) std::fill(buf[r].begin(), buf[r].end(), static_cast<float>(r + 1));
-    run_ranks(n, [&](int r) {
-      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat, ncclSum, comms[r], nullptr));
-    });
-    for (int r = 0; r < n; ++r) ASSERT_EQ(buf[r][count - 1], 3.0f) << "count " << count;
-  }
+  small_then_large(comms, 1, 512 * 1024);
   // The precondition: the tuner ran the small call as a tree and the large one as a ring.
   bool tree_first = false, ring_second = false;
   for (const cclabStepEvent_t& e : rec[0].events) {
