@@ -15,42 +15,9 @@ rm -rf "$work"
 mkdir -p "$work"
 out="$work/out.txt"
 
-fail() {
-  echo "FAIL ($case): $*"
-  echo "--- output of the last command:"
-  cat "$out"
-  exit 1
-}
-check() {
-  local dir="$1"
-  shift
-  local t0=$SECONDS
-  "$cclab" lab check 03 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
-  rc=$?
-  seconds=$((SECONDS - t0))
-}
-# The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
-expect() {
-  local flat want
-  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
-  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
-  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
-}
-expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
-# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
-solution_variant() {
-  local dir="$work/$1" old="$2" new="$3"
-  mkdir -p "$dir"
-  cp "$solution/answers.txt" "$dir/"
-  python3 - "$solution/ll_line.c" "$dir/ll_line.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
-import sys
-src, dst, old, new = sys.argv[1:5]
-text = open(src).read()
-if old not in text:
-    sys.exit("the solution no longer contains: " + old)
-open(dst, "w").write(text.replace(old, new))
-PY
-}
+labnum=03 student_file=ll_line.c
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 case "$case" in
   skeleton)

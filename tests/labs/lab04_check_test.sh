@@ -17,41 +17,9 @@ mkdir -p "$work"
 out="$work/out.txt"
 seconds=0
 
-fail() {
-  echo "FAIL ($case): $*"
-  echo "--- output of the last command:"
-  cat "$out"
-  exit 1
-}
-check() {
-  local dir="$1"
-  shift
-  local t0=$SECONDS
-  "$cclab" lab check 04 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
-  rc=$?
-  seconds=$((SECONDS - t0))
-}
-expect() {
-  local flat want
-  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
-  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
-  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
-}
-expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
-# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
-solution_variant() {
-  local dir="$work/$1" old="$2" new="$3"
-  mkdir -p "$dir"
-  cp "$solution/answers.txt" "$dir/"
-  python3 - "$solution/double_tree.c" "$dir/double_tree.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
-import sys
-src, dst, old, new = sys.argv[1:5]
-text = open(src).read()
-if old not in text:
-    sys.exit("the solution no longer contains: " + old)
-open(dst, "w").write(text.replace(old, new))
-PY
-}
+labnum=04 student_file=double_tree.c
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 skeleton() {
   local dir="$work/skeleton"
   mkdir -p "$dir"

@@ -17,23 +17,9 @@ rm -rf "$work"
 mkdir -p "$work"
 out="$work/out.txt"
 
-fail() {
-  echo "FAIL ($case): $*"
-  echo "--- output of the last command:"
-  cat "$out"
-  exit 1
-}
-check() {
-  "$cclab" lab check 05 --dir "$1" --work "$work" >"$out" 2>&1
-  rc=$?
-}
-expect() {
-  local flat want
-  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
-  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
-  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
-}
-expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
+labnum=05 student_file=machine.xml
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 skeleton() {
   local dir="$work/skeleton"
   mkdir -p "$dir"

@@ -1,0 +1,42 @@
+# tests/labs/lib.sh - sourced by the labs' check tests (labNN_check_test.sh): running `cclab lab check`
+# and asserting on its output. The sourcing script sets case, cclab, work, out, labnum (e.g. 04),
+# solution (the reference solution's folder) and student_file (the file a student edits).
+
+fail() {
+  echo "FAIL ($case): $*"
+  echo "--- output of the last command:"
+  cat "$out"
+  exit 1
+}
+# check DIR [ARGS]: `cclab lab check $labnum` on the student files in DIR; sets rc and seconds.
+check() {
+  local dir="$1"
+  shift
+  local t0=$SECONDS
+  "$cclab" lab check "$labnum" --dir "$dir" --work "$work" "$@" >"$out" 2>&1
+  rc=$?
+  seconds=$((SECONDS - t0))
+}
+# The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
+expect() {
+  local flat want
+  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
+  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
+  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
+}
+expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
+# solution_variant DIR OLD NEW: a copy of the solution in $work/DIR whose $student_file has OLD replaced
+# by NEW (fails when the solution no longer contains OLD), with the solution's answers.
+solution_variant() {
+  local dir="$work/$1" old="$2" new="$3"
+  mkdir -p "$dir"
+  cp "$solution/answers.txt" "$dir/"
+  python3 - "$solution/$student_file" "$dir/$student_file" "$old" "$new" <<'PY' || fail "could not edit the solution"
+import sys
+src, dst, old, new = sys.argv[1:5]
+text = open(src).read()
+if old not in text:
+    sys.exit("the solution no longer contains: " + old)
+open(dst, "w").write(text.replace(old, new))
+PY
+}
