@@ -459,6 +459,14 @@ void mark_stopped(ncclComm_t comm, ncclResult_t r, const std::string& why) {
   comm->stopped.store(true);
 }
 
+ncclResult_t abort_cause(ncclComm_t comm, ncclResult_t code, std::string* msg) {
+  if (!comm->abort_flag.load()) return code;
+  std::lock_guard<std::mutex> lk(comm->error_mu);
+  if (comm->async_error.load() == ncclSuccess) return code;
+  *msg += " (" + comm->async_message + ")";
+  return static_cast<ncclResult_t>(comm->async_error.load());
+}
+
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
   std::lock_guard<std::mutex> lk(comm->error_mu);
   if (comm->async_error.load() == ncclSuccess) {

@@ -177,6 +177,11 @@ void mark_stopped(ncclComm_t comm, ncclResult_t r, const std::string& why);
 // Records an asynchronous error (first one wins) and its message.
 void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg);
 
+// A call that failed while the abort flag was up: when the flag was raised not by the user's abort but
+// by a broken connection (a NET proxy records its error, then raises the flag), returns that error and
+// appends its message to *msg; otherwise returns `code`.
+ncclResult_t abort_cause(ncclComm_t comm, ncclResult_t code, std::string* msg);
+
 // Connects, if not done yet, the connections algorithm `algo` (kRing / kTree) needs with protocol
 // `proto` on channels [0, nchannels) (NCCL's runtime connect: on first use, by every rank at the same
 // collective).

@@ -145,7 +145,10 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
     if (res != ncclSuccess) {
       // The peers never connected (they did not call this collective, or the run was aborted): the
       // communicator keeps the error, as for a wait that fails during the collective.
-      const std::string msg = std::string(op.fn) + ": " + last_error();
+      // A connection that broke meanwhile (the peer aborted or died) is what to report, not the abort
+      // flag it raised.
+      std::string msg = std::string(op.fn) + ": " + last_error();
+      res = abort_cause(comm, res, &msg);
       set_async_error(comm, res, msg);
       return report_error(res, "%s", msg.c_str());
     }

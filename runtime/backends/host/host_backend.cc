@@ -84,14 +84,8 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
                       : ex.failure() == WaitFailure::kTimedOut  ? ncclSystemError
                                                                 : ncclInvalidUsage;
   std::string msg = std::string(what) + ": " + ex.failure_message();
-  if (ex.failure() == WaitFailure::kAborted) {
-    // Not the user's abort but a broken connection (a NET proxy raised the flag): say what broke.
-    std::lock_guard<std::mutex> lk(comm->error_mu);
-    if (comm->async_error.load() != ncclSuccess) {
-      code = static_cast<ncclResult_t>(comm->async_error.load());
-      msg += " (" + comm->async_message + ")";
-    }
-  }
+  // Not the user's abort but a broken connection (a NET proxy raised the flag): say what broke.
+  if (ex.failure() == WaitFailure::kAborted) code = abort_cause(comm, code, &msg);
   set_async_error(comm, code, msg);
   return report_error(code, "%s", msg.c_str());
 }
