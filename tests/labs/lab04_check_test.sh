@@ -20,14 +20,6 @@ seconds=0
 labnum=04 student_file=double_tree.c
 # shellcheck source=tests/labs/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-skeleton() {
-  local dir="$work/skeleton"
-  mkdir -p "$dir"
-  for f in double_tree.c answers.txt; do
-    git -C "$src" show "HEAD:labs/04-ring-vs-tree/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
-  done
-  echo "$dir"
-}
 
 case "$case" in
   skeleton)

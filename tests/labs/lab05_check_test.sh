@@ -20,14 +20,6 @@ out="$work/out.txt"
 labnum=05 student_file=machine.xml
 # shellcheck source=tests/labs/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-skeleton() {
-  local dir="$work/skeleton"
-  mkdir -p "$dir"
-  for f in machine.xml answers.txt; do
-    git -C "$src" show "HEAD:labs/05-topology-channels/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
-  done
-  echo "$dir"
-}
 
 case "$case" in
   skeleton)

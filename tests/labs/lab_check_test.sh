@@ -21,28 +21,9 @@ rm -rf "$work"
 mkdir -p "$work"
 out="$work/out.txt"
 
-fail() {
-  echo "FAIL ($case): $*"
-  echo "--- output of the last command:"
-  cat "$out"
-  exit 1
-}
-# check DIR [flags]: cclab lab check 01 on DIR; sets rc and seconds.
-check() {
-  local dir="$1"
-  shift
-  local t0=$SECONDS
-  "$cclab" lab check 01 --dir "$dir" --work "$work" "$@" >"$out" 2>&1
-  rc=$?
-  seconds=$((SECONDS - t0))
-}
-# The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
-expect() {
-  local flat want
-  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
-  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
-  [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
-}
+labnum=01 student_file=ring_allreduce.c
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 expect_any() {
   local a
   for a in "$@"; do
@@ -50,31 +31,7 @@ expect_any() {
   done
   fail "the output lacks all of: $*"
 }
-expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
 within() { ((seconds <= $1)) || fail "took $seconds s, more than $1 s"; }
-# A copy of the solution in $work/DIR with a Python edit of its .c (old -> new), and its answers.
-solution_variant() {
-  local dir="$work/$1" old="$2" new="$3"
-  mkdir -p "$dir"
-  cp "$solution/answers.txt" "$dir/"
-  python3 - "$solution/ring_allreduce.c" "$dir/ring_allreduce.c" "$old" "$new" <<'PY' || fail "could not edit the solution"
-import sys
-src, dst, old, new = sys.argv[1:5]
-text = open(src).read()
-if old not in text:
-    sys.exit("the solution no longer contains: " + old)
-open(dst, "w").write(text.replace(old, new))
-PY
-}
-# The skeleton as committed (a student may have edited the working tree's copy), else the working tree's.
-skeleton() {
-  local dir="$work/skeleton"
-  mkdir -p "$dir"
-  for f in ring_allreduce.c answers.txt; do
-    git -C "$src" show "HEAD:labs/01-ring-allreduce/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
-  done
-  echo "$dir"
-}
 
 case "$case" in
   skeleton)

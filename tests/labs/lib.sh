@@ -1,6 +1,7 @@
 # tests/labs/lib.sh - sourced by the labs' check tests (labNN_check_test.sh): running `cclab lab check`
-# and asserting on its output. The sourcing script sets case, cclab, work, out, labnum (e.g. 04),
-# solution (the reference solution's folder) and student_file (the file a student edits).
+# and asserting on its output. The sourcing script sets case, cclab, src, work, out, labnum (e.g. 04),
+# lab (the lab's folder), solution (the reference solution's folder) and student_file (the file a
+# student edits).
 
 fail() {
   echo "FAIL ($case): $*"
@@ -39,4 +40,14 @@ if old not in text:
     sys.exit("the solution no longer contains: " + old)
 open(dst, "w").write(text.replace(old, new))
 PY
+}
+# The skeleton as committed (a student may have edited the working tree's copy), else the working
+# tree's: $student_file and answers.txt in $work/skeleton; prints that folder.
+skeleton() {
+  local dir="$work/skeleton" f
+  mkdir -p "$dir"
+  for f in "$student_file" answers.txt; do
+    git -C "$src" show "HEAD:labs/$(basename "$lab")/$f" >"$dir/$f" 2>/dev/null || cp "$lab/$f" "$dir/$f"
+  done
+  echo "$dir"
 }
