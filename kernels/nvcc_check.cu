@@ -51,3 +51,20 @@ __global__ void cclab_nvcc_check_reduce_ops(void* const* in, void* const* out, f
   cclab_nvcc_check_redop<cclab::fp8_e4m3_t>(in, out, 10, f, arg, n);
   cclab_nvcc_check_redop<cclab::fp8_e5m2_t>(in, out, 11, f, arg, n);
 }
+
+// ---- kernels/custom.h: the custom algorithm interface compiles under nvcc (host side: plugins run on
+// the host-side executors), its primitives instantiated over the virtual executor ---------------------
+#include "kernels/custom.h"
+
+namespace {
+struct CclabNvccCheckAlgo {
+  static constexpr const char* kName = "NvccCheck";
+  static const char* supports(cclab::CollKind, const cclab::CustomTopo&) { return nullptr; }
+  static int peers(const cclab::CustomTopo&, int, int*, int) { return 0; }
+  template <class P>
+  static void run(P& p) {
+    p.sendrecv_reduce(1, cclab::in_at(0), p.count(), 1, cclab::out_at(0), 0, p.count(), true);
+  }
+};
+}  // namespace
+const cclab::CustomAlgoDesc cclab_nvcc_check_custom = cclab::make_custom_desc<CclabNvccCheckAlgo>();

@@ -81,6 +81,12 @@ class PrimitivesBase {
   CCLAB_HD void recv_reduce_copy(size_t in, size_t out, size_t n, bool post) {
     self()->template op<true, false, true, true>(in, out, n, post, PrimKind::kRecvReduceCopy);
   }
+  // The source that SRC steps read from now on, and whether it is already through the op's pre function
+  // (a custom schedule's partial results in the output, kernels/custom.h): then no pre op is applied.
+  CCLAB_HD void set_source(const T* src, bool final) {
+    input_ = src;
+    src_final_ = final;
+  }
   // Sends the output's elements [out, out + n), already final: no pre op (the tree root's broadcast).
   CCLAB_HD void send_from_output(size_t out, size_t n) {
     const T* saved = input_;
@@ -235,6 +241,82 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
       }
     }
     for (int j = 0; j < nsend_; ++j) sends_[j]->step = (sends_[j]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+  }
+
+  // Two independent flows (a custom schedule's exchange, kernels/custom.h): sends ns elements of the
+  // source (set_source) from in_off on the send connection while it receives nr elements on the recv
+  // connection into output_ + out_off, reduced with acc[0 .. nr) when acc != nullptr (acc_final: acc
+  // already went through the op's pre function; post: this is the final reduction). Software-pipelined
+  // by a slice: step 0 sends slice 0; step s sends slice s and receives slice s-1; the last step receives
+  // the last slice. So every rank's first step is a send (two ranks exchanging never both wait for data
+  // first), and a step's transfer overlaps the previous slice's reduction, as a GPU's send and receive
+  // warps overlap. Each connection still moves kSlicePerChunk slices per call, so both ends of either one
+  // stay in step with any other primitive. Recorded as recvReduceCopySend (reducing) or recvCopySend.
+  CCLAB_HD void exchange(size_t in_off, size_t ns, const T* acc, bool acc_final, size_t out_off, size_t nr, bool post) {
+    constexpr int kSlices = Proto::kSlicePerChunk;
+    constexpr int kStepsPerSlice = Proto::kStepPerSlice;
+    constexpr size_t kGrain = Proto::kGrainBytes / sizeof(T) > 0 ? Proto::kGrainBytes / sizeof(T) : 1;
+    const PrimKind prim = acc != nullptr ? PrimKind::kRecvReduceCopySend : PrimKind::kRecvCopySend;
+    const bool pre_send = !src_final_ && coll_reduces();
+    auto slice_of = [](size_t n) { return ((n + kSlices - 1) / kSlices + kGrain - 1) / kGrain * kGrain; };
+    const size_t ss = slice_of(ns), sr = slice_of(nr);
+    ConnInfo* const c = send_;
+    ConnInfo* const r = recv_;
+    for (int s = 0; s <= kSlices; ++s) {
+      if (aborted_) return;
+      const bool sending = s < kSlices, receiving = s > 0;
+      // This step's send slice s and receive slice s - 1.
+      const size_t os = static_cast<size_t>(s) * ss, orr = static_cast<size_t>(s - 1) * sr;
+      size_t n_s = sending && ns > os ? ns - os : 0, n_r = receiving && nr > orr ? nr - orr : 0;
+      if (n_s > ss) n_s = ss;
+      if (n_r > sr) n_r = sr;
+      const bool obs = exec_.observing();
+      const double t0 = obs ? exec_.now_us() : 0.0;
+      const uint64_t send_step = c->step, recv_step = r->step;
+      if (sending) {
+        const uint64_t need = send_step + kStepsPerSlice;
+        WaitSite w{rank_, channel_, c->peer, need, false, prim};
+        if (!exec_.wait_ge(&c->hdr->head, need > static_cast<uint64_t>(kNcclSteps) ? need - kNcclSteps : 0, w))
+          return abort_now();
+      }
+      if (receiving) {
+        WaitSite w{rank_, channel_, r->peer, recv_step + kStepsPerSlice, true, prim};
+        if (!exec_.wait_ge(&r->hdr->tail, recv_step + kStepsPerSlice, w)) return abort_now();
+        const int32_t got = r->hdr->sizes[recv_step % kNcclSteps];
+        if (got != static_cast<int32_t>(n_r * sizeof(T)) && exec_.size_mismatch(w, n_r * sizeof(T), got))
+          return abort_now();
+      }
+      const double td = obs ? exec_.now_us() : 0.0;
+      if (n_s > 0)
+        exec_.reduce_copy(op_, reinterpret_cast<T*>(c->slot(send_step)), static_cast<T*>(nullptr),
+                          static_cast<const T*>(nullptr), input_ + in_off + os, n_s, pre_send, false);
+      if (n_r > 0) {
+        const T* got = reinterpret_cast<const T*>(r->slot(recv_step));
+        if (acc != nullptr)
+          exec_.reduce_copy(op_, output_ + out_off + orr, static_cast<T*>(nullptr), got, acc + orr, n_r, !acc_final,
+                            post);
+        else
+          exec_.reduce_copy(op_, output_ + out_off + orr, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), got,
+                            n_r, false, false);
+      }
+      if (receiving) {
+        r->step = recv_step + kStepsPerSlice;
+        exec_.post(&r->hdr->head, r->step);
+      }
+      if (sending) {
+        if (exec_.lane() == 0) {
+          c->hdr->sizes[send_step % kNcclSteps] = static_cast<int32_t>(n_s * sizeof(T));
+          c->hdr->ends[send_step % kNcclSteps] = send_step + kStepsPerSlice;
+        }
+        exec_.wire(*c, n_s * sizeof(T));
+        c->step = send_step + kStepsPerSlice;
+        exec_.post(&c->hdr->tail, c->step);
+      }
+      if (obs)
+        this->observe_slice(sending ? 1 : 0, &send_step, receiving ? 1 : 0, &recv_step, prim,
+                            (sending ? n_s : n_r) * sizeof(T), t0, ((sending ? in_off + os : out_off + orr)) * sizeof(T),
+                            td);
+    }
   }
 
  private:

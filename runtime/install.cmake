@@ -5,6 +5,7 @@
 #   lib/libcclab.so, lib/libnccl.so      the runtime under cclab's name and NCCL's (docs/drop-in.md)
 #   lib/libcclab-sim.so                  the sim backend, loaded for CCLAB_BACKEND=sim
 #   include/nccl.h, include/cclab/       the public headers
+#   include/cclab/kernels/               the schedule headers custom algorithm plugins compile against
 #   lib/cmake/cclab/                     find_package(cclab): cclab::cclab, cclab::nccl, cclab::headers
 #   lib/pkgconfig/cclab.pc, nccl.pc      pkg-config --cflags --libs cclab (or nccl)
 #
@@ -60,6 +61,10 @@ if(NOT CMAKE_INSTALL_INCLUDEDIR STREQUAL "include")
 endif()
 install(FILES ${PROJECT_SOURCE_DIR}/runtime/include/nccl.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/runtime/include/cclab DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The schedule headers, for custom algorithm plugins (kernels/custom.h, docs/custom-algorithms.md): they
+# include each other as "kernels/x.h", so `-I <includedir>/cclab` finds them.
+file(GLOB _cclab_kernel_headers ${PROJECT_SOURCE_DIR}/kernels/*.h)
+install(FILES ${_cclab_kernel_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cclab/kernels)
 if(_cclab_exported)
   install(TARGETS ${_cclab_exported} EXPORT cclab-targets
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} ${_cclab_includes})

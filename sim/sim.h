@@ -88,6 +88,7 @@ struct SimSizeResult {
   size_t bytes = 0;              // NCCL's nBytes (AllGather/ReduceScatter: the whole buffer)
   size_t count = 0;              // elements, as nccl-tests prints them
   AlgoKind algo = AlgoKind::kRing;
+  std::string custom_algo;       // algo == kCustom: the custom algorithm's name (graph/custom_algo.h)
   ProtoKind proto = ProtoKind::kSimple;
   int nchannels = 0;
   SimLevel level = SimLevel::kStep;  // the level used
@@ -97,6 +98,11 @@ struct SimSizeResult {
   int64_t wrong = -1;            // payload mode: elements that differ from the expected result; -1 unchecked
   uint64_t slices = 0;           // SimGrid communications (step level) or flows (flow level) it took
 };
+// The algorithm's name: NCCL's spelling, or the custom algorithm's.
+inline const char* algo_label(const SimSizeResult& s) {
+  return s.algo == AlgoKind::kCustom && !s.custom_algo.empty() ? s.custom_algo.c_str() : algo_name(s.algo);
+}
+
 
 struct SimLinkLoad {
   int link = -1;                 // TopoLink index

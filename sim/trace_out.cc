@@ -51,7 +51,7 @@ trace::Op World::trace_op(const OpRecord& o) const {
   trace::Op op;
   op.op_count = o.op_count;
   op.coll = o.coll;
-  op.algo = algo_name(o.algo);
+  op.algo = o.algo == AlgoKind::kCustom && custom_ != nullptr ? custom_->name.c_str() : algo_name(o.algo);
   op.proto = proto_name(static_cast<ProtoKind>(o.proto));
   op.type = sim_type_name(o.type);
   op.redop = reduces(op.coll) ? redop_label(o.redop) : "";

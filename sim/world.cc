@@ -11,6 +11,7 @@
 #include <new>
 
 #include "kernels/collectives.h"
+#include "kernels/custom_exec.h"
 #include "kernels/describe.h"
 #include "kernels/dtypes.h"
 
@@ -259,7 +260,24 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     for (int i = 0; i < nranks_; ++i) ring_pos_[c][ring[i]] = i;
   }
   TunerInput in = make_tuner_input(topo_, ring_graph_, tree_graph_, place_, nch_);
-  if (!cfg_.algo.empty() && parse_algo_env(cfg_.algo.c_str(), &in.enable, &err) != ncclSuccess) {
+  // An algorithm name from a plugin (graph/custom_algo.h) runs the collectives it supports.
+  custom_ = custom_algo_for_env(cfg_.algo, &err);
+  if (!err.empty()) {
+    *error = err;
+    return false;
+  }
+  if (custom_ != nullptr) {
+    custom_topo_.nranks = nranks_;
+    custom_topo_.nnodes = nmachines_;
+    custom_topo_.ranks_per_node = nranks_ % std::max(1, nmachines_) == 0 ? nranks_ / std::max(1, nmachines_) : 0;
+    for (int r = 0; r < nranks_ && custom_topo_.ranks_per_node > 0; ++r)
+      if (place_.rank_machine[r] != r / custom_topo_.ranks_per_node) custom_topo_.ranks_per_node = 0;
+    if (!custom_all_peers(*custom_, custom_topo_, &custom_peers_, &err)) {
+      *error = err;
+      return false;
+    }
+  } else if (!cfg_.algo.empty() && parse_algo_env(cfg_.algo.c_str(), &in.enable, &err) != ncclSuccess) {
+    if (getenv("CCLAB_ALGO_PLUGIN") != nullptr) err += " (custom algorithms: " + custom_algo_names() + ")";
     *error = err;
     return false;
   }
@@ -311,6 +329,12 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
           return false;
         }
   }
+  for (int r = 0; r < static_cast<int>(custom_peers_.size()); ++r)
+    for (int q : custom_peers_[r])
+      if (r < q && !route(r, q)) {
+        *error = err;
+        return false;
+      }
   for (int c = 0; c < nch_; ++c) {
     const std::vector<int>& ring = plan_[c].ring;
     for (int i = 0; i < nranks_; ++i) {
@@ -367,6 +391,15 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
 
 bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const {
   const TunerChoice t = tuner_.choose(coll, bytes);
+  // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
+  // the collective; there is no NCCL cost model of it to predict with.
+  if (custom_ != nullptr && nranks_ > 1 && custom_supports(*custom_, coll, custom_topo_, nullptr)) {
+    c->algo = AlgoKind::kCustom;
+    c->proto = kProtoSimple;
+    c->nchannels = std::max(1, std::min(t.valid ? t.nchannels : nch_, nch_));
+    c->predicted_us = 0;
+    return true;
+  }
   if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree)) {
     *error = std::string(coll_name(coll)) + ": no algorithm/protocol is available (algo '" + cfg_.algo +
              "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce)";
@@ -418,7 +451,8 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nranks = nranks_;
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
-  base.chunk_bytes = ch.algo == AlgoKind::kTree
+  base.chunk_bytes = ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
+                     : ch.algo == AlgoKind::kTree
                          ? tree_chunk_bytes(ch.proto, proto_buff_[ch.proto], total, ch.nchannels, nmachines_, nranks_)
                          : ring_chunk_bytes(coll, ch.proto, proto_buff_[ch.proto]);
   base.redop = redop;
@@ -442,7 +476,16 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
     t.tree_fn = tree_fn;
     t.ring = RingView{ring2_[c].data() + ring_pos_[c][r], nranks_};
     if (ch.algo == AlgoKind::kTree) t.tree = &plan_[c].tree[r];
-    if (nranks_ > 1) {
+    if (ch.algo == AlgoKind::kCustom) {
+      t.custom = custom_;
+      t.type = static_cast<int>(type);
+      t.custom_send.assign(nranks_, nullptr);
+      t.custom_recv.assign(nranks_, nullptr);
+      for (int q : custom_peers_[r]) {
+        t.custom_send[q] = &conn(c, r, q, ch.proto, space).send_info;
+        t.custom_recv[q] = &conn(c, q, r, ch.proto, space).recv_info;
+      }
+    } else if (nranks_ > 1) {
       if (ch.algo == AlgoKind::kTree) {
         const TreeLinks& tl = plan_[c].tree[r];
         if (tl.up >= 0) {
@@ -487,6 +530,13 @@ bool World::make_tasks(size_t count, const Choice& ch, std::vector<Task>* tasks,
 }
 
 bool World::run_task(SimExec& ex, const Task& t) {
+  if (t.custom != nullptr) {
+    CustomExecCtx<SimExec> ctx{&ex, {}};
+    const bool ok = t.custom->desc->run[t.type](custom_exec_vtable<SimExec>(), &ctx, t.w, t.channel, custom_topo_,
+                                                t.custom_send.data(), t.custom_recv.data());
+    if (!ctx.failure.empty()) t.custom_failure = "algorithm " + t.custom->name + ": " + ctx.failure;
+    return ok && ctx.failure.empty();
+  }
   if (!t.p2p.empty()) {
     for (const P2pWork& w : t.p2p)
       if (!(t.p2p_send ? sim_p2p_send(ex, w, t.channel, t.send) : sim_p2p_recv(ex, w, t.channel, t.recv)))
@@ -515,7 +565,7 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launche
                                           ex.flush();
                                           transfers_ += ex.transfers();
                                           if ((!ok || ex.failure() != SimFailure::kNone) && failure.empty())
-                                            failure = describe_failure(ex);
+                                            failure = t.custom_failure.empty() ? describe_failure(ex) : t.custom_failure;
                                           if (hooks_ != nullptr) {
                                             if (--remaining == 0 && joining) hooks_->woken();
                                             hooks_->finished();

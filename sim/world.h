@@ -13,6 +13,7 @@
 
 #include "graph/algo_proto.h"
 #include "graph/channels.h"
+#include "graph/custom_algo.h"
 #include "graph/search.h"
 #include "graph/topo.h"
 #include "graph/tuning.h"
@@ -146,6 +147,8 @@ class World {
 
   const Topology& topo() const { return topo_; }
   int nranks() const { return nranks_; }
+  // The custom algorithm cfg.algo (or the runtime's NCCL_ALGO) named, or nullptr.
+  const CustomAlgo* custom_algo() const { return custom_; }
   int nchannels() const { return nch_; }
   // The waits actors are suspended on (for a deadlock report).
   std::string describe_stuck() const;
@@ -179,6 +182,12 @@ class World {
     SimTreeFn tree_fn = nullptr;
     std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
     bool p2p_send = false;
+    // A custom algorithm (graph/custom_algo.h): its connections by peer rank, the datatype, and what
+    // stopped its schedule if it made a call the simulator cannot run.
+    const CustomAlgo* custom = nullptr;
+    std::vector<ConnInfo*> custom_send, custom_recv;
+    int type = 0;
+    mutable std::string custom_failure;
   };
   CollWork work_for(CollKind coll, size_t count, size_t esize, int root, RedOpArg redop, const Choice& ch) const;
   bool append_rank_tasks(const CollWork& w, SimType type, const Choice& ch, std::vector<Task>* tasks,
@@ -201,6 +210,10 @@ class World {
   Topology topo_;
   RankPlacement place_;
   TopoGraph ring_graph_, tree_graph_;
+  // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.
+  const CustomAlgo* custom_ = nullptr;
+  CustomTopo custom_topo_{0, 0, 0};
+  std::vector<std::vector<int>> custom_peers_;
   std::vector<ChannelPlan> plan_;
   CostModel tuner_;
   std::shared_ptr<Platform> platform_;

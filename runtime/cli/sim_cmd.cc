@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "graph/algo_proto.h"
+#include "graph/custom_algo.h"
 #include "graph/topo.h"
 #include "perf_options.h"
 #include "perf_report.h"
@@ -224,6 +225,22 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 }
 
 // The part of a parser message after its variable name (the graph parser names NCCL_ALGO itself).
+// An --algo / NCCL_ALGO value: NCCL's syntax, or the name of a custom algorithm that CCLAB_ALGO_PLUGIN
+// loads (graph/custom_algo.h). False with *why.
+bool valid_algo_value(const std::string& value, std::string* why) {
+  why->clear();
+  if (value.empty()) {
+    *why = "empty";
+    return false;
+  }
+  if (custom_algo_for_env(value, why) != nullptr) return true;
+  if (!why->empty()) return false;  // a plugin failed to load
+  AlgoProtoEnable probe;
+  if (parse_algo_env(value.c_str(), &probe, why) == ncclSuccess) return true;
+  if (getenv("CCLAB_ALGO_PLUGIN") != nullptr) *why += " (custom algorithms: " + custom_algo_names() + ")";
+  return false;
+}
+
 std::string named(const std::string& name, const std::string& why) {
   return why.rfind(name, 0) == 0 ? why : name + ": " + why;
 }
@@ -363,14 +380,14 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run
     if (c.has("--algo")) {
       cfg.algo = c.get("--algo");
       run->algo_source = "--algo";
-      if (cfg.algo.empty() || parse_algo_env(cfg.algo.c_str(), &probe, &why) != ncclSuccess) {
+      if (!valid_algo_value(cfg.algo, &why)) {
         *error = "invalid value '" + cfg.algo + "' for --algo: " + (why.empty() ? "empty" : why);
         return false;
       }
     } else if (env.algo != nullptr && env.algo[0] != '\0') {
       cfg.algo = env.algo;
       run->algo_source = "NCCL_ALGO";
-      if (parse_algo_env(env.algo, &probe, &why) != ncclSuccess) {
+      if (!valid_algo_value(cfg.algo, &why)) {
         *error = "invalid NCCL_ALGO '" + cfg.algo + "' in the environment: " + named("NCCL_ALGO", why);
         return false;
       }
@@ -524,7 +541,7 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
     row["algbw"] = s.algbw;
     row["busbw"] = s.busbw;
     row["wrong"] = s.wrong;
-    row["algo"] = algo_name(s.algo);
+    row["algo"] = algo_label(s);
     row["proto"] = proto_name(s.proto);
     row["nchannels"] = s.nchannels;
     row["level"] = sim_level_label(s.level);
@@ -827,7 +844,7 @@ std::string format_sim_row(const SimConfig& cfg, const SimSizeResult& s) {
   std::string row = format_row_start(s.bytes, s.count, sim_type_label(cfg.type), op_column(cfg), root_column(cfg));
   row += format_row_half(s.time_us, s.algbw, s.busbw, s.wrong);
   const std::string predicted = s.predicted_us > 0 ? format_number(s.predicted_us, 9) : std::string("N/A");
-  row += printf_string("  %8s  %6s  %4d  %9s  %5s\n", algo_name(s.algo), proto_name(s.proto), s.nchannels,
+  row += printf_string("  %8s  %6s  %4d  %9s  %5s\n", algo_label(s), proto_name(s.proto), s.nchannels,
                        predicted.c_str(), sim_level_label(s.level));
   return row;
 }
@@ -903,7 +920,7 @@ std::string format_sim_csv(const SimConfig& cfg, const SimResult& r, const std::
     if (!variant.empty()) out += csv_field(variant) + ",";
     out += printf_string("%zu,%zu,%s,%s,%d,%.9g,%.9g,%.9g,%lld,%s,%s,%d,%s,%.9g,%llu\n", s.bytes, s.count,
                          sim_type_label(cfg.type), op_column(cfg), root_column(cfg), s.time_us, s.algbw, s.busbw,
-                         static_cast<long long>(s.wrong), algo_name(s.algo), proto_name(s.proto), s.nchannels,
+                         static_cast<long long>(s.wrong), algo_label(s), proto_name(s.proto), s.nchannels,
                          sim_level_label(s.level), s.predicted_us, static_cast<unsigned long long>(s.slices));
   }
   return out;
@@ -955,7 +972,7 @@ std::string format_sim_compare(const SimCmdOptions& o, const SimResult& a, const
                        "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "", "");
   const auto half = [](const SimSizeResult* s) {
     if (s == nullptr) return printf_string("  %7s  %6s  %6s  %14s", "-", "-", "-", "-");
-    const std::string choice = std::string(algo_name(s->algo)) + "/" + proto_name(s->proto) + "/" +
+    const std::string choice = std::string(algo_label(*s)) + "/" + proto_name(s->proto) + "/" +
                                std::to_string(s->nchannels);
     return printf_string("  %7s  %6s  %6s  %14s", format_number(s->time_us, 7).c_str(),
                          format_number(s->algbw, 6).c_str(), format_number(s->busbw, 6).c_str(), choice.c_str());

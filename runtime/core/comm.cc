@@ -283,11 +283,26 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   AlgoProtoEnable en;
   std::string err;
   const std::string algo = param_str("NCCL_ALGO", nullptr), proto = param_str("NCCL_PROTO", nullptr);
-  if (parse_algo_env(algo.empty() ? nullptr : algo.c_str(), &en, &err) != ncclSuccess)
+  // NCCL_ALGO=<a custom algorithm's name> (graph/custom_algo.h): that algorithm for the collectives it
+  // supports, the tuner's choice for the others.
+  comm->custom_algo = custom_algo_for_env(algo, &err);
+  if (!err.empty()) return report_error(ncclInvalidArgument, "%s", err.c_str());
+  if (comm->custom_algo != nullptr) {
+    if (comm->cuda)
+      return report_error(ncclInvalidUsage,
+                          "NCCL_ALGO=%s is a custom algorithm (%s): custom algorithms run on the host and sim backends; "
+                          "the CUDA backend does not load algorithm plugins",
+                          algo.c_str(), comm->custom_algo->path.c_str());
+    CCLAB_INFO(kLogEnv | kLogTuning, "NCCL_ALGO=%s: custom algorithm %s from %s", algo.c_str(),
+               comm->custom_algo->name.c_str(), comm->custom_algo->path.c_str());
+  } else if (parse_algo_env(algo.empty() ? nullptr : algo.c_str(), &en, &err) != ncclSuccess) {
+    if (getenv("CCLAB_ALGO_PLUGIN") != nullptr) err += " (custom algorithms: " + custom_algo_names() + ")";
     return report_error(ncclInvalidArgument, "%s", err.c_str());
+  }
   if (parse_proto_env(proto.empty() ? nullptr : proto.c_str(), &en, &err) != ncclSuccess)
     return report_error(ncclInvalidArgument, "%s", err.c_str());
-  if (!algo.empty()) CCLAB_INFO(kLogEnv | kLogTuning, "%s", describe_algo_enable(en, algo.c_str()).c_str());
+  if (!algo.empty() && comm->custom_algo == nullptr)
+    CCLAB_INFO(kLogEnv | kLogTuning, "%s", describe_algo_enable(en, algo.c_str()).c_str());
   if (!proto.empty()) CCLAB_INFO(kLogEnv | kLogTuning, "%s", describe_proto_enable(en, proto.c_str()).c_str());
   p->algo_mask = 0;
   p->proto_mask = 0;
@@ -310,6 +325,24 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   const std::string topo = param_str("CCLAB_TOPO", nullptr) + "|" + param_str("NCCL_TOPO_FILE", nullptr) + "|" +
                            param_str("NCCL_GRAPH_FILE", nullptr);
   p->topo_hash = fnv1a(topo.data(), topo.size());
+  return ncclSuccess;
+}
+
+// The machine a custom algorithm sees (ranks per machine when every machine holds the same number, in
+// consecutive ranks) and this rank's peers in it, checked symmetric across all ranks.
+ncclResult_t setup_custom_algo(ncclComm_t comm) {
+  CustomTopo& t = comm->custom_topo;
+  t.nranks = comm->nranks;
+  t.nnodes = comm->nnodes;
+  t.ranks_per_node = comm->nranks % std::max(1, comm->nnodes) == 0 ? comm->nranks / std::max(1, comm->nnodes) : 0;
+  for (int r = 0; r < comm->nranks && t.ranks_per_node > 0; ++r)
+    if (static_cast<size_t>(r) >= comm->rank_node.size() || comm->rank_node[r] != comm->rank_node[r - r % t.ranks_per_node])
+      t.ranks_per_node = 0;
+  std::vector<std::vector<int>> all;
+  std::string err;
+  if (!custom_all_peers(*comm->custom_algo, t, &all, &err))
+    return report_error(ncclInvalidUsage, "NCCL_ALGO=%s: %s", comm->custom_algo->name.c_str(), err.c_str());
+  comm->custom_peers = all[comm->rank];
   return ncclSuccess;
 }
 
@@ -386,6 +419,10 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   // Topology, rings, trees and the cost model (comm_topo.cc).
   r = setup_topology(comm);
   if (r != ncclSuccess) return r;
+  if (comm->custom_algo != nullptr) {
+    r = setup_custom_algo(comm);
+    if (r != ncclSuccess) return r;
+  }
   r = comm->backend->attach(comm);
   if (r != ncclSuccess) return r;
   // The rings' Simple connections now, so that a missing transport fails init; the other protocols
@@ -479,12 +516,16 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
   if (comm->nranks == 1) return ncclSuccess;
   static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
   nchannels = std::min(nchannels, comm->nchannels);
-  std::atomic<int>& done = comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
+  const bool custom = algo == AlgoKind::kCustom;
+  std::atomic<int>& done = custom ? comm->custom_connected : comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
   if (done.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
   std::lock_guard<std::mutex> lk(comm->connect_mu);
   // Peers per channel: data comes from `from` and goes to `to`.
   auto peers_of = [&](Channel& ch, std::vector<int>* from, std::vector<int>* to) {
-    if (algo == AlgoKind::kTree) {
+    if (custom) {  // both ways with every peer the algorithm declared
+      *from = comm->custom_peers;
+      *to = comm->custom_peers;
+    } else if (algo == AlgoKind::kTree) {
       if (ch.tree.up >= 0) {
         from->push_back(ch.tree.up);
         to->push_back(ch.tree.up);

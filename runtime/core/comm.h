@@ -14,6 +14,7 @@
 #include "core/backend.h"
 #include "core/stream.h"
 #include "graph/algo_proto.h"
+#include "graph/custom_algo.h"
 #include "graph/detect.h"
 #include "graph/search.h"
 #include "graph/topo.h"
@@ -114,6 +115,12 @@ struct ncclComm {
   std::vector<int> rank_dev;          // GPU dev of each rank on its machine
   std::mutex connect_mu;              // lazily connecting channels (runtime connect)
   std::atomic<int> connected_channels[2][cclab::kNumProtocols] = {};  // [ring, tree][proto]: channels connected
+  // NCCL_ALGO named a custom algorithm (graph/custom_algo.h): it, this rank's peers in it and the
+  // channels connected to them (Simple).
+  const cclab::CustomAlgo* custom_algo = nullptr;
+  cclab::CustomTopo custom_topo{0, 0, 0};
+  std::vector<int> custom_peers;
+  std::atomic<int> custom_connected{0};
   std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
   std::atomic<int> abort_flag{0};
   // Its NET connections are closed for good: one broke (the peer was lost; that raised abort_flag too),

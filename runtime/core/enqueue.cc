@@ -122,24 +122,43 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
   AlgoKind algo = AlgoKind::kRing;
   double predicted_us = 0;
   int model_channels = 1;
-  ncclResult_t res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels);
-  if (res != ncclSuccess) return res;
+  // NCCL_ALGO named a custom algorithm (graph/custom_algo.h): it runs every collective it supports, with
+  // the Simple protocol on the ring's channel rule; the tuner chooses for the others.
+  bool custom = false;
+  if (comm->custom_algo != nullptr && comm->nranks > 1) {
+    std::string why;
+    custom = custom_supports(*comm->custom_algo, op.coll, comm->custom_topo, &why);
+    if (!custom)
+      CCLAB_INFO(kLogColl | kLogTuning, "%s: custom algorithm %s does not run it (%s); the tuner chooses",
+                 coll_name(op.coll), comm->custom_algo->name.c_str(), why.c_str());
+  }
+  ncclResult_t res = ncclSuccess;
+  if (custom) {
+    algo = AlgoKind::kCustom;
+    w.proto = kProtoSimple;
+  } else {
+    res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels);
+    if (res != ncclSuccess) return res;
+  }
   // The host model (graph/tuning.h, HostCosts) picks the channel count with the algorithm and protocol,
   // unless CCLAB_MIN_CHANNEL_BYTES asks for its rule; a model of GPUs leaves the backend its own rule.
-  w.nchannels = comm->tuner.host_model() && !comm->channel_rule ? std::max(1, std::min(model_channels, comm->nchannels))
-                                                                : channels_for(comm, total);
+  w.nchannels = comm->tuner.host_model() && !comm->channel_rule && !custom
+                    ? std::max(1, std::min(model_channels, comm->nchannels))
+                    : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
-  w.chunk_bytes = tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
-                                          comm->nranks)
-                       : ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
+  w.chunk_bytes = custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
+                  : tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
+                                            comm->nranks)
+                         : ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
+  const char* aname = custom ? comm->custom_algo->name.c_str() : algo_name(algo);
   w.redop = make_redop(comm, op.op, op.type);
   w.op_count = comm->op_count++;
   CCLAB_INFO(kLogColl, "%s: opCount %llx sendbuff %p recvbuff %p count %zu datatype %d op %d root %d comm %p "
              "[nranks=%d] nChannels %d algorithm %s protocol %s", coll_name(op.coll),
              static_cast<unsigned long long>(w.op_count), op.send, op.recv, op.count, op.type, op.op, op.root,
-             static_cast<void*>(comm), comm->nranks, w.nchannels, algo_name(algo), proto_name_of(w.proto));
+             static_cast<void*>(comm), comm->nranks, w.nchannels, aname, proto_name_of(w.proto));
   CCLAB_INFO(kLogTuning, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d} predicted %.1f us",
-             coll_name(op.coll), total, algo_name(algo), proto_name_of(w.proto), w.nchannels - 1, predicted_us);
+             coll_name(op.coll), total, aname, proto_name_of(w.proto), w.nchannels - 1, predicted_us);
   if (comm->nranks > 1) {
     res = ensure_connected(comm, algo, w.proto, w.nchannels);
     if (res != ncclSuccess) {

@@ -210,6 +210,7 @@ ncclResult_t parse_proto_env(const char* value, AlgoProtoEnable* out, std::strin
 
 const char* algo_name(AlgoKind algo) {
   int i = static_cast<int>(algo);
+  if (algo == AlgoKind::kCustom) return "Custom";
   return i >= 0 && i < kNumAlgos ? kAlgoNames[i] : "Unknown";
 }
 

@@ -42,6 +42,8 @@ enum class AlgoKind : int {
   kNvls = 4,
   kNvlsTree = 5,
   kPat = 6,
+  // Not NCCL's: a custom algorithm from a plugin (graph/custom_algo.h). Outside the enable tables.
+  kCustom = 7,
 };
 constexpr int kNumAlgos = 7;
 

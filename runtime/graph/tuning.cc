@@ -202,6 +202,7 @@ std::string not_modelled_reason(CollKind coll, int a) {
     case AlgoKind::kNvls:
     case AlgoKind::kNvlsTree: return "NVLS needs NVLink SHARP (a reducing NVSwitch) that cclab does not model";
     case AlgoKind::kPat: return "PAT is not implemented in cclab";
+    case AlgoKind::kCustom: return "a custom algorithm has no NCCL cost model";
   }
   return "unknown algorithm";
 }

@@ -83,3 +83,13 @@ LD_LIBRARY_PATH="$(pkg-config --variable=libdir cclab)" "$work/pc_cclab" "pkg-co
   fail "main.c does not build with pkg-config nccl: $(pkg-config --cflags --libs nccl)"
 readelf -d "$work/pc_nccl" | grep -q 'NEEDED.*\[libnccl.so.2\]' || fail "the pkg-config nccl program does not need libnccl.so.2"
 "$work/pc_nccl" "pkg-config nccl" || fail "the program built with pkg-config nccl failed"
+
+# ---- 4. a custom algorithm plugin against the installed headers --------------------------------------
+cxx="${CCLAB_TEST_CXX:-c++}"
+"$cxx" -std=c++17 -O1 -shared -fPIC -I"$(pkg-config --variable=includedir cclab)/cclab" \
+  "$src/docs/examples/algorithms/two_shot.cc" -o "$work/two_shot.so" ||
+  fail "docs/examples/algorithms/two_shot.cc does not build against the installed include/cclab/kernels"
+out="$(CCLAB_ALGO_PLUGIN="$work/two_shot.so" NCCL_ALGO=TwoShot "$prefix/bin/cclab" perf all_reduce -b 4K -e 4K -g 3 2>&1)" ||
+  fail "bin/cclab perf with the installed-header plugin failed:"$'\n'"$out"
+grep -q "Out of bounds values : 0 OK" <<<"$out" || fail "the plugin's all_reduce has wrong values:"$'\n'"$out"
+echo "custom algorithm plugin built against the installed headers: all_reduce on 3 ranks, no wrong values"

@@ -83,7 +83,9 @@ TEST(AlgoProtoNames, IndicesMatchNccl) {
 TEST(AlgoProtoNames, NcclSpellings) {
   const char* algos[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
   for (int a = 0; a < kNumAlgos; a++) EXPECT_STREQ(algo_name(static_cast<AlgoKind>(a)), algos[a]);
-  EXPECT_STREQ(algo_name(static_cast<AlgoKind>(7)), "Unknown");
+  EXPECT_STREQ(algo_name(AlgoKind::kCustom), "Custom");  // a plugin's algorithm (graph/custom_algo.h)
+  EXPECT_STREQ(algo_name(static_cast<AlgoKind>(8)), "Unknown");
+  EXPECT_STREQ(algo_name(static_cast<AlgoKind>(-1)), "Unknown");
   EXPECT_STREQ(proto_name(ProtoKind::kLL), "LL");
   EXPECT_STREQ(proto_name(ProtoKind::kLL128), "LL128");
   EXPECT_STREQ(proto_name(ProtoKind::kSimple), "Simple");

@@ -19,6 +19,7 @@
 #include "core/enqueue.h"
 #include "core/recorder.h"
 #include "core/stream.h"
+#include "kernels/custom_exec.h"
 
 namespace cclab {
 
@@ -90,6 +91,14 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
   return report_error(code, "%s", msg.c_str());
 }
 
+// A custom algorithm's schedule made a call the runtime cannot run (kernels/custom.h): its ranks' peers
+// are left waiting for it, so the communicator is aborted (their waits end) and keeps the error.
+ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why) {
+  const std::string msg = std::string(op.fn) + " (algorithm " + comm->custom_algo->name + "): " + why;
+  set_async_error(comm, ncclInvalidUsage, msg);
+  return report_error(ncclInvalidUsage, "%s", msg.c_str());
+}
+
 ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   CollWork w;
   AlgoKind algo = AlgoKind::kRing;
@@ -97,6 +106,20 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   ncclResult_t res = prepare_collective(comm, op, &w, &algo, &total);
   if (res != ncclSuccess) return res;
   const bool tree = algo == AlgoKind::kTree;
+  const bool custom = algo == AlgoKind::kCustom;
+  // A custom algorithm's connections by peer rank (nullptr: not a peer), per channel.
+  std::vector<std::vector<ConnInfo*>> custom_send, custom_recv;
+  if (custom) {
+    custom_send.assign(w.nchannels, std::vector<ConnInfo*>(comm->nranks, nullptr));
+    custom_recv.assign(w.nchannels, std::vector<ConnInfo*>(comm->nranks, nullptr));
+    for (int c = 0; c < w.nchannels; ++c)
+      for (int p : comm->custom_peers) {
+        PeerConns& pc = comm->channels[c].peers[p];
+        custom_send[c][p] = &pc.send[w.proto].info;
+        custom_recv[c][p] = &pc.recv[w.proto].info;
+      }
+  }
+  std::vector<std::string> custom_failure(custom ? w.nchannels : 0);
   HostCollFn fn = host_coll_kernel(op.type);
   HostTreeFn tree_fn = host_tree_kernel(op.type);
   HostComm& hc = host_of(comm);
@@ -110,6 +133,13 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   // Channel c of this rank: its ring or tree with the protocol's connections.
   auto run_channel = [&](HostExec& ex, int c) {
     Channel& ch = comm->channels[c];
+    if (custom) {
+      CustomExecCtx<HostExec> ctx{&ex, {}};
+      comm->custom_algo->desc->run[op.type](custom_exec_vtable<HostExec>(), &ctx, w, c, comm->custom_topo,
+                                            custom_send[c].data(), custom_recv[c].data());
+      custom_failure[c] = ctx.failure;
+      return;
+    }
     if (tree) {
       TreeConns conns{};
       if (ch.tree.up >= 0) {
@@ -135,6 +165,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     HostExec ex(cfg);
     run_channel(ex, 0);
     if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+    if (custom && !custom_failure[0].empty()) return fail_custom(comm, op, custom_failure[0]);
   } else {
     std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
     std::vector<std::function<void()>> tasks;
@@ -143,9 +174,11 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     hc.lanes->run(tasks);
     for (auto& ex : execs)
       if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+    for (const std::string& f : custom_failure)
+      if (!f.empty()) return fail_custom(comm, op, f);
   }
   if (comm->recording)
-    recorder_op(comm, w.op_count, op.coll, algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
+    recorder_op(comm, w.op_count, op.coll, custom ? comm->custom_algo->name.c_str() : algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
                 total, w.nchannels, t_begin, now_us());
   return ncclSuccess;
 }
