@@ -47,6 +47,15 @@ if [ "${1:-}" = "--labs" ]; then
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/nccl.cctrace" --view topology --at 50% \
     --screenshot "$lab1/nccl-topology.png"
   echo "wrote $lab1/nccl-topology.png"
+  # Lab 2: the skeleton's one-piece broadcast (its own check's trace), then the solution's pipeline.
+  l2="$root/labs/02-pipelining/images" && mkdir -p "$l2"
+  "$cclab" lab check 02 --work "$tmp/skeleton" >/dev/null  # fails (the skeleton is slow); its trace is what counts
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 02 --work "$tmp/skeleton" --view timeline --at 50% \
+    --screenshot "$l2/one-piece-timeline.png" && echo "wrote $l2/one-piece-timeline.png"
+  "$cclab" lab check 02 --dir "$root/labs/solutions/02-pipelining" --work "$tmp" >/dev/null ||
+    die "lab 2's solution does not pass its check"
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 02 --work "$tmp" --view timeline --at 50% \
+    --screenshot "$l2/pipeline-timeline.png" && echo "wrote $l2/pipeline-timeline.png"
   for p in LL LL128 Simple; do "$cclab" sim all_reduce --topo dgx-h100 -b 1K -e 256M -f 2 --algo ring --proto $p --csv "$tmp/$p.csv" --no-progress >/dev/null; done
   (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
   l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png" && echo "wrote $l4/tree-channels.png $l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)

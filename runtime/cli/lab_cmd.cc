@@ -194,6 +194,33 @@ std::string format_double(double v, int precision) {
   return b;
 }
 
+std::string short_error(const std::string& e) {
+  std::istringstream in(e);
+  std::string out, line;
+  int waits = 0, more = 0;
+  while (std::getline(in, line)) {
+    if (out.empty()) {
+      out = line;
+    } else if (waits < 3) {
+      out += "\n  " + line;
+      ++waits;
+    } else {
+      ++more;
+    }
+  }
+  if (more > 0) out += "\n  (" + std::to_string(more) + (more == 1 ? " more line)" : " more lines)");
+  return out;
+}
+
+double check_limit(const LabEnv& env, double own) { return env.timeout_s > 0 ? env.timeout_s : own; }
+
+const std::vector<std::string> kGraderEnvPrefixes{"NCCL_", "CCLAB_"};
+
+std::map<std::string, std::string> host_child_env(double timeout_s) {
+  const double wait_s = std::max(1.0, std::floor(timeout_s / 2));
+  return {{"CCLAB_BACKEND", "host"}, {"CCLAB_TIMEOUT", format_double(wait_s, 0)}};
+}
+
 // ---- Commands and children --------------------------------------------------------------------------
 
 CommandResult run_command(const std::vector<std::string>& argv, double timeout_s) {

@@ -127,6 +127,19 @@ Answers read_answers(const std::string& path);
 // A numeric answer: true and *value when the key is there and is a number; otherwise false and *why.
 bool answer_number(const Answers& a, const std::string& key, double* value, std::string* why);
 
+// ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1 and 2) -------------
+
+// A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
+std::string short_error(const std::string& e);
+// The time limit of a check: --timeout when given, else the check's own.
+double check_limit(const LabEnv& env, double own);
+// The environment variables the grader decides itself in its children (backend, model, algorithms): these
+// prefixes are cleared (run_in_child's env_unset_prefixes).
+extern const std::vector<std::string> kGraderEnvPrefixes;
+// A host backend child's variables: its waits give up (naming rank, peer and step) well before the
+// check's time limit timeout_s.
+std::map<std::string, std::string> host_child_env(double timeout_s);
+
 std::string format_double(double v, int precision);
 // path relative to the current folder when it is below it (what a student typed), else absolute.
 std::string shown_path(const std::string& path);

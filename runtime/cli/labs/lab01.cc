@@ -268,25 +268,6 @@ bool rank_ok(const nlohmann::json& rc) {
          !rc.value("send_changed", false);
 }
 
-// A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
-std::string short_error(const std::string& e) {
-  std::istringstream in(e);
-  std::string out, line;
-  int waits = 0, more = 0;
-  while (std::getline(in, line)) {
-    if (out.empty()) {
-      out = line;
-    } else if (waits < 3) {
-      out += "\n  " + line;
-      ++waits;
-    } else {
-      ++more;
-    }
-  }
-  if (more > 0) out += "\n  (" + plural(static_cast<size_t>(more), "more line", "more lines") + ")";
-  return out;
-}
-
 // What went wrong on one rank, without the rank ("lab_ring_allreduce returned ...", "7 of 8 elements wrong ...").
 std::string describe_rank(int r, const nlohmann::json& rc, size_t count) {
   std::ostringstream s;
@@ -548,17 +529,6 @@ std::vector<Case> host_cases(int n) {
   return cases;
 }
 
-double limit(const LabEnv& env, double own) { return env.timeout_s > 0 ? env.timeout_s : own; }
-
-// The variables of the grader's children: the grader picks backend, model and algorithms itself.
-const std::vector<std::string> kCleanPrefixes{"NCCL_", "CCLAB_"};
-
-std::map<std::string, std::string> host_env(double timeout_s) {
-  // A wait gives up (naming rank, peer and step) well before the check's time limit.
-  const double wait_s = std::max(1.0, std::floor(timeout_s / 2));
-  return {{"CCLAB_BACKEND", "host"}, {"CCLAB_TIMEOUT", format_double(wait_s, 0)}};
-}
-
 // cclab's own all_reduce on the lab's model (`cclab sim`): the time of the size kSimBytes.
 bool reference_time(const std::string& algo, const std::string& proto, int max_channels, sim::SimSizeResult* out,
                     std::string* error) {
@@ -604,11 +574,11 @@ std::vector<CheckResult> check_lab01(const LabEnv& env, const std::function<void
       add(c);
       continue;
     }
-    const double t = limit(env, kHostTimeoutS);
+    const double t = check_limit(env, kHostTimeoutS);
     const std::vector<Case> cases = host_cases(n);
     const ChildOutcome o =
         run_in_child([&] { return run_student(so, n, cases, false, false); }, t,
-                     env.work_dir + "/host-" + std::to_string(n) + ".log", host_env(t), kCleanPrefixes);
+                     env.work_dir + "/host-" + std::to_string(n) + ".log", host_child_env(t), kGraderEnvPrefixes);
     c.seconds = o.seconds;
     judge_run(env, o, n, false, &c);
     if (hung(o)) hung_at = n;
@@ -629,9 +599,9 @@ std::vector<CheckResult> check_lab01(const LabEnv& env, const std::function<void
   } else {
     const std::vector<Case> cases{{kSimBytes / sizeof(float), false}};
     const ChildOutcome o =
-        run_in_child([&] { return run_student(so, kSimRanks, cases, false, true); }, limit(env, kSimTimeoutS),
+        run_in_child([&] { return run_student(so, kSimRanks, cases, false, true); }, check_limit(env, kSimTimeoutS),
                      env.work_dir + "/sim.log",
-                     {{"CCLAB_BACKEND", "sim"}, {"CCLAB_TOPO", kSimTopo}, {"CCLAB_TRACE", trace}}, kCleanPrefixes);
+                     {{"CCLAB_BACKEND", "sim"}, {"CCLAB_TOPO", kSimTopo}, {"CCLAB_TRACE", trace}}, kGraderEnvPrefixes);
     exact.seconds = o.seconds;
     judge_run(env, o, kSimRanks, true, &exact);
     if (exact.passed) {
@@ -721,8 +691,8 @@ std::vector<CheckResult> check_lab01(const LabEnv& env, const std::function<void
   if (answer_number(answers, "nccl_busbw", &unused, &why)) {
     const std::vector<Case> cases{{kSimBytes / sizeof(float), false}};
     const ChildOutcome o = run_in_child([&] { return run_student(so, kSimRanks, cases, true, true); },
-                                        limit(env, kSimTimeoutS), env.work_dir + "/sim-nccl.log",
-                                        {{"CCLAB_BACKEND", "sim"}, {"CCLAB_TOPO", kSimTopo}}, kCleanPrefixes);
+                                        check_limit(env, kSimTimeoutS), env.work_dir + "/sim-nccl.log",
+                                        {{"CCLAB_BACKEND", "sim"}, {"CCLAB_TOPO", kSimTopo}}, kGraderEnvPrefixes);
     CheckResult r;
     judge_run(env, o, kSimRanks, true, &r);
     nccl_seconds = o.seconds;
