@@ -497,6 +497,34 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
   return true;
 }
 
+CheckResult check_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                         const std::string& what, bool have_want, double want, double tolerance,
+                         const std::string& fail_why, const std::string& hint) {
+  CheckResult c;
+  c.name = "answer " + key;
+  double v = 0;
+  std::string why;
+  if (!answer_number(a, key, &v, &why)) {
+    c.detail = what + ": " + why + (a.found ? "" : " (" + shown_path(answers_path) + ")");
+    for (const auto& p : a.problems) c.detail += "\n" + shown_path(answers_path) + ": " + p;
+    c.hint = "write the line `" + key + " = YOUR ANSWER` in " + shown_path(answers_path) +
+             " (the lab's README.md, \"Questions\")";
+  } else if (!have_want) {
+    c.detail = what + ": " + fail_why;
+    c.hint = "this is not your answer's fault: check the cclab build";
+  } else if (std::fabs(v - want) <= tolerance * std::fabs(want) + 1e-9) {
+    c.passed = true;
+    c.detail = what + ": " + a.values.at(key) + " is right" +
+               (tolerance > 0 ? " (within " + format_double(tolerance * 100, 0) + "%)" : "");
+  } else {
+    c.detail = what + ": " + a.values.at(key) +
+               (tolerance > 0 ? " is not within " + format_double(tolerance * 100, 0) + "% of the grader's value"
+                              : " is not right");
+    c.hint = hint;
+  }
+  return c;
+}
+
 // ---- The command ------------------------------------------------------------------------------------
 
 std::string lab_usage() {

@@ -126,6 +126,13 @@ struct Answers {
 Answers read_answers(const std::string& path);
 // A numeric answer: true and *value when the key is there and is a number; otherwise false and *why.
 bool answer_number(const Answers& a, const std::string& key, double* value, std::string* why);
+// The check of numeric answer `key` (what: the question, for the detail) against the grader's value
+// `want`, recomputed by the grader: passes within `tolerance` (relative; 0: exactly). have_want false:
+// the grader could not compute it (fail_why says why; not the student's fault). A missing or malformed
+// answer fails with how to write it in answers_path.
+CheckResult check_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                         const std::string& what, bool have_want, double want, double tolerance,
+                         const std::string& fail_why, const std::string& hint);
 
 // ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1 and 2) -------------
 

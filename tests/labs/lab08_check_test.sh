@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tests/labs/lab08_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 08` (Your own
+# algorithm) fails where it should, with the hint it should give, and passes the reference solution.
+# One ctest entry per CASE (label labs):
+#   skeleton   the star through rank 0, as committed: exact everywhere, but 0.61x Ring's time at 64 KiB on
+#              32 GPUs (target 0.25x) and 0.13x its busbw at 64 MiB on 8 (target 0.75x); no answers (~20 s)
+#   nocompile  a syntax error: the compiler's message, every other check skipped (~2 s)
+#   renamed    kName changed: the hint to keep MyAllReduce (~3 s)
+#   hang       the solution whose exchanges are a send then a receive (both ranks send first): right up to
+#              a FIFO's worth, then at 32 MiB on 4 ranks the stuck wait's report and the hint about
+#              sendrecv, within the time limit (~15 s)
+#   solution   labs/solutions/08-your-own-algorithm passes every check (~20 s)
+# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+set -u
+case="$1" cclab="$2" src="$3" work="$4/lab08-$case"
+lab="$src/labs/08-your-own-algorithm"
+solution="$src/labs/solutions/08-your-own-algorithm"
+rm -rf "$work"
+mkdir -p "$work"
+out="$work/out.txt"
+
+labnum=08 student_file=my_allreduce.cc
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+case "$case" in
+  skeleton)
+    check "$(skeleton)"
+    expect_rc 1
+    expect "9 of 15 checks pass"
+    expect "host backend, 5 ranks, every type and op pass"
+    expect "simulator, dgx-h100:2, int32, exact pass"
+    expect "latency: dgx-h100:4, 64K, at most 0.25x Ring's time FAIL"
+    expect "recursive halving-doubling takes 2 log2(n) = 10"
+    expect "bandwidth: dgx-h100, 64M, at least 0.75x Ring's busbw FAIL"
+    expect "no answer for 'speedup_64k' yet"
+    ;;
+  nocompile)
+    dir="$(skeleton)"
+    sed -i 's/return n;/return n/' "$dir/my_allreduce.cc"
+    check "$dir"
+    expect_rc 1
+    expect "compile my_allreduce.cc FAIL"
+    expect "error: expected ';' before '}' token"
+    expect "skipped: needs my_allreduce.cc to compile"
+    ;;
+  renamed)
+    solution_variant renamed 'kName = "MyAllReduce"' 'kName = "Mine"'
+    check "$work/renamed"
+    expect_rc 1
+    expect "host backend, 2 ranks, every type and op FAIL"
+    expect "keep kName = \"MyAllReduce\""
+    expect "skipped: fix the host backend's failure above first"
+    ;;
+  hang)
+    solution_variant hang '      p.sendrecv_reduce(partner, at(send_lo), send_hi - send_lo, partner, at(keep_lo), keep_lo, keep_hi - keep_lo,
+                        d == 1);' '      p.send(partner, at(send_lo), send_hi - send_lo);
+      p.recv_reduce(partner, at(keep_lo), keep_lo, keep_hi - keep_lo, d == 1);'
+    check "$work/hang" --timeout 20
+    expect_rc 1
+    expect "host backend, 3 ranks, every type and op pass"
+    expect "host backend, 4 ranks, float sum FAIL"
+    expect "waiting for FIFO credits from rank"
+    expect "Two ranks that both send first to each other must use sendrecv"
+    [[ $seconds -le 60 ]] || fail "the check took $seconds s; the hang must end at its time limit"
+    ;;
+  solution)
+    check "$solution"
+    expect_rc 0
+    expect "15 of 15 checks pass"
+    expect "Lab 08 is done"
+    ;;
+  *)
+    echo "unknown case $case"
+    exit 2
+    ;;
+esac
+echo "lab08 $case: ok (${seconds} s)"
