@@ -521,6 +521,15 @@ Session* Session::get(const std::vector<int>& devs, std::string* error) {
   cfg.command = "CCLAB_BACKEND=sim program";
   if (const char* a = getenv("NCCL_ALGO")) cfg.algo = a;
   if (const char* p = getenv("NCCL_PROTO")) cfg.proto = p;
+  // NCCL_MIN/MAX_NCHANNELS bound the channels the world runs, as they bound NCCL's (the runtime has
+  // checked them: 1..64).
+  auto channels_env = [](const char* name) {
+    const char* v = getenv(name);
+    const long n = v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : 0;
+    return n >= 1 && n <= 64 ? static_cast<int>(n) : 0;
+  };
+  cfg.min_channels = channels_env("NCCL_MIN_NCHANNELS");
+  cfg.max_channels = channels_env("NCCL_MAX_NCHANNELS");
   std::unique_ptr<Session> s(new Session());
   s->impl_ = std::make_unique<Impl>();
   Impl* im = s->impl_.get();

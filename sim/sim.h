@@ -89,7 +89,9 @@ struct SimSizeResult {
   size_t count = 0;              // elements, as nccl-tests prints them
   AlgoKind algo = AlgoKind::kRing;
   ProtoKind proto = ProtoKind::kSimple;
-  int nchannels = 0;
+  int nchannels = 0;             // the channels it ran on: the tuner's choice (cclab tune's column)
+  int nthreads = 0;              // the tuner's threads per channel; the simulator's data loop does not
+                                 // depend on them (one SM per channel at its calibrated copy rate)
   SimLevel level = SimLevel::kStep;  // the level used
   double time_us = 0;            // simulated time of one iteration (mean of iters)
   double algbw = 0, busbw = 0;   // GB/s, nccl-tests' definitions

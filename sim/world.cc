@@ -440,6 +440,7 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) c
   c->algo = t.algo;
   c->proto = static_cast<int>(t.proto);
   c->nchannels = std::max(1, std::min(t.nchannels, nch_));
+  c->nthreads = t.nthreads;
   c->predicted_us = t.time_us;
   return true;
 }

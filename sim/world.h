@@ -184,6 +184,7 @@ class World {
     AlgoKind algo;
     int proto;
     int nchannels;
+    int nthreads;  // the tuner's threads per channel (reported; the data loop does not depend on them)
     double predicted_us;
   };
   bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const;
