@@ -38,14 +38,16 @@ struct ConnFlow {
   double latency = 0;  // its route's, s
   double weight = 0;   // 1 / latency: SimGrid CM02's sharing penalty is the route's latency
   std::vector<int> links;  // its route, as indices into the run's link capacities (route_flows)
+  sg4::Host* src = nullptr;  // the hosts its route runs between (World::conn_route)
+  sg4::Host* dst = nullptr;
 };
 
 // Every flow's route, latency and weight, and the capacity (bytes/s) of every link a route crosses.
-void route_flows(std::vector<ConnFlow>& all, const std::vector<sg4::Host*>& host, std::vector<double>* capacity) {
+void route_flows(std::vector<ConnFlow>& all, std::vector<double>* capacity) {
   std::map<sg4::Link*, int> link_id;
   for (ConnFlow& f : all) {
     std::vector<sg4::Link*> links;
-    host[f.from]->route_to(host[f.to], links, &f.latency);
+    f.src->route_to(f.dst, links, &f.latency);
     f.weight = 1.0 / std::max(f.latency, 1e-12);
     for (sg4::Link* l : links) {
       auto it = link_id.emplace(l, static_cast<int>(capacity->size())).first;
@@ -142,8 +144,7 @@ class OccupancyRates : public ReplayRates {
 // Rates of `flows` (indices into all) when all of them share the platform at once: each is started
 // with more bytes than it could move, the simulated clock passes every route's latency, and the bytes
 // moved over a short interval give the max-min share. The flows are then cancelled.
-void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows,
-                    const std::vector<sg4::Host*>& host) {  // after route_flows
+void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows) {  // after route_flows
   if (flows.empty()) return;
   constexpr double kProbeBytes = 1e12, kInterval = 1e-7;
   std::vector<sg4::CommPtr> comms;
@@ -152,7 +153,7 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
   for (size_t i : flows) {
     const ConnFlow& f = all[i];
     max_latency = std::max(max_latency, f.latency);
-    comms.push_back(sg4::Comm::sendto_async(host[f.from], host[f.to], static_cast<uint64_t>(kProbeBytes)));
+    comms.push_back(sg4::Comm::sendto_async(f.src, f.dst, static_cast<uint64_t>(kProbeBytes)));
   }
   sg4::this_actor::sleep_for(max_latency + 1e-9);
   std::vector<double> before(comms.size());
@@ -237,8 +238,9 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
       transfers += per_peer[p].slices;
       const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
       flow_of[std::make_tuple(t.channel, t.w.rank, p)] = conn_flows.size();
-      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}});
-      add_link_bytes(t.w.rank, p, per_peer[p].bytes);
+      const ConnRoute& route = conn_route(t.channel, t.w.rank, p);
+      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}, route.src, route.dst});
+      add_link_bytes(route, per_peer[p].bytes);
     }
   }
   for (auto& s : steps) s.first->step = s.second;
@@ -246,12 +248,12 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   // 2. Shares, phase by phase.
   const double start = sg4::Engine::get_clock();
   std::vector<double> capacity;  // bytes/s of every link a connection crosses
-  route_flows(conn_flows, rank_host_, &capacity);
+  route_flows(conn_flows, &capacity);
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<size_t> in_phase;
     for (size_t i = 0; i < conn_flows.size(); ++i)
       if (conn_flows[i].phase == phase) in_phase.push_back(i);
-    if (cfg_.shares_from_simgrid) measure_shares(conn_flows, in_phase, rank_host_);
+    if (cfg_.shares_from_simgrid) measure_shares(conn_flows, in_phase);
     else solve_shares(conn_flows, in_phase, capacity);
   }
 

@@ -67,7 +67,7 @@ EngineArgs::EngineArgs() {
 }
 
 struct Platform::Routes {
-  std::unordered_map<int64_t, std::vector<int>> by_pair;  // a * nodes + b -> TopoLink indices
+  std::unordered_map<int64_t, std::vector<int>> by_pair;  // (end id a << 32) | end id b -> TopoLink indices
 };
 
 Platform::Platform(const Topology& topo) : topo_(topo), routes_(new Routes) {}
@@ -199,7 +199,7 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
 }
 
 s4u::Host* Platform::gpu_host(int node) const {
-  return node >= 0 && node < static_cast<int>(hosts_.size()) ? hosts_[node] : nullptr;
+  return node >= 0 && node < static_cast<int>(topo_.nodes.size()) ? hosts_[node] : nullptr;
 }
 
 s4u::Link* Platform::link(int topo_link) const {
@@ -210,29 +210,82 @@ double Platform::link_rate(int topo_link) const {
   return topo_link >= 0 && topo_link < static_cast<int>(rates_.size()) ? rates_[topo_link] : 0.0;
 }
 
-bool Platform::add_route(int gpu_a, int gpu_b, std::string* error) {
+Platform::End Platform::normalized(End e, End other) const {
+  const int nn = static_cast<int>(topo_.nodes.size());
+  const bool apart = e.gpu >= 0 && e.gpu < nn && other.gpu >= 0 && other.gpu < nn &&
+                     topo_.nodes[e.gpu].machine != topo_.nodes[other.gpu].machine;
+  if (!apart || e.net == topo_.exit_net(e.gpu)) e.net = -1;
+  return e;
+}
+
+int Platform::end_id(End e) const {
+  if (gpu_host(e.gpu) == nullptr) return -1;
+  if (e.net < 0) return e.gpu;
+  auto it = ports_.find({e.gpu, e.net});
+  return it == ports_.end() ? -1 : it->second;
+}
+
+int Platform::end_id(End e, bool create, std::string* error) {
+  const int id = end_id(e);
+  if (id >= 0 || !create || gpu_host(e.gpu) == nullptr) return id;
+  const int nn = static_cast<int>(topo_.nodes.size());
+  if (e.net >= nn || topo_.nodes[e.net].type != TopoNodeType::kNet ||
+      topo_.nodes[e.net].machine != topo_.nodes[e.gpu].machine) {
+    if (error) *error = topo_.nodes[e.gpu].name + ": node " + std::to_string(e.net) + " is not a NET of its machine";
+    return -1;
+  }
+  if (sealed_) {
+    if (error) *error = topo_.nodes[e.gpu].name + " through " + topo_.nodes[e.net].name + ": the platform is sealed";
+    return -1;
+  }
+  try {
+    s4u::Host* gpu = hosts_[e.gpu];
+    s4u::Host* h = zone_->create_host(topo_.nodes[e.gpu].name + "@" + topo_.nodes[e.net].name, gpu->get_speed());
+    h->seal();
+    hosts_.push_back(h);
+  } catch (const std::exception& x) {
+    if (error) *error = "SimGrid refused the host of " + topo_.nodes[e.gpu].name + " through " + topo_.nodes[e.net].name + ": " + x.what();
+    return -1;
+  }
+  const int made = static_cast<int>(hosts_.size()) - 1;
+  ports_.emplace(std::make_pair(e.gpu, e.net), made);
+  return made;
+}
+
+bool Platform::add_route(End a, End b, std::string* error) {
   auto fail = [&](const std::string& why) {
     if (error) *error = why;
     return false;
   };
   const int nn = static_cast<int>(topo_.nodes.size());
-  s4u::Host* ha = gpu_host(gpu_a);
-  s4u::Host* hb = gpu_host(gpu_b);
-  if (ha == nullptr || hb == nullptr) {
-    const int bad = ha == nullptr ? gpu_a : gpu_b;
+  if (gpu_host(a.gpu) == nullptr || gpu_host(b.gpu) == nullptr) {
+    const int bad = gpu_host(a.gpu) == nullptr ? a.gpu : b.gpu;
     return fail("add_route: node " + std::to_string(bad) +
                 (bad >= 0 && bad < nn ? " (" + topo_.nodes[bad].name + ")" : std::string()) +
                 " is not a GPU of the platform");
   }
-  const std::string what = topo_.nodes[gpu_a].name + " -> " + topo_.nodes[gpu_b].name;
-  const int64_t key = static_cast<int64_t>(gpu_a) * nn + gpu_b;
-  if (routes_->by_pair.count(key) != 0) return true;
+  a = normalized(a, b);
+  b = normalized(b, a);
+  auto name = [&](End e) {
+    return topo_.nodes[e.gpu].name + (e.net >= 0 && e.net < nn ? " (by " + topo_.nodes[e.net].name + ")" : std::string());
+  };
+  const std::string what = name(a) + " -> " + name(b);
+  {
+    const int ia = end_id(a), ib = end_id(b);
+    if (ia >= 0 && ib >= 0 && routes_->by_pair.count((static_cast<int64_t>(ia) << 32) | ib) != 0) return true;
+  }
   if (sealed_) return fail("add_route " + what + ": the platform is sealed (declare routes before seal())");
-  if (gpu_a == gpu_b) {  // a host's communications with itself take SimGrid's loopback
+  std::string err;
+  const int ia = end_id(a, true, &err), ib = end_id(b, true, &err);
+  if (ia < 0 || ib < 0) return fail("add_route " + what + ": " + err);
+  const int64_t key = (static_cast<int64_t>(ia) << 32) | ib;
+  s4u::Host* ha = hosts_[ia];
+  s4u::Host* hb = hosts_[ib];
+  if (a.gpu == b.gpu) {  // a host's communications with itself take SimGrid's loopback
     routes_->by_pair.emplace(key, std::vector<int>());
     return true;
   }
-  const TopoPath& path = topo_.path(gpu_a, gpu_b);
+  const TopoPath& path = topo_.path_via(a.gpu, b.gpu, a.net, b.net);
   if (path.type == PathType::kDis || path.links.empty()) {
     return fail("add_route " + what + ": the model has no path between them");
   }
@@ -258,11 +311,21 @@ bool Platform::add_route(int gpu_a, int gpu_b, std::string* error) {
   return true;
 }
 
-const std::vector<int>& Platform::route(int gpu_a, int gpu_b) const {
-  const int nn = static_cast<int>(topo_.nodes.size());
-  if (gpu_a < 0 || gpu_b < 0 || gpu_a >= nn || gpu_b >= nn || !routes_) return no_route();
-  auto it = routes_->by_pair.find(static_cast<int64_t>(gpu_a) * nn + gpu_b);
+const std::vector<int>& Platform::route(End a, End b) const {
+  if (!routes_) return no_route();
+  const End na = normalized(a, b), nb = normalized(b, a);
+  const int ia = end_id(na), ib = end_id(nb);
+  if (ia < 0 || ib < 0) return no_route();
+  auto it = routes_->by_pair.find((static_cast<int64_t>(ia) << 32) | ib);
   return it == routes_->by_pair.end() ? no_route() : it->second;
+}
+
+std::pair<s4u::Host*, s4u::Host*> Platform::route_hosts(End a, End b) const {
+  const End na = normalized(a, b), nb = normalized(b, a);
+  const int ia = end_id(na), ib = end_id(nb);
+  if (ia < 0 || ib < 0 || !routes_ || routes_->by_pair.count((static_cast<int64_t>(ia) << 32) | ib) == 0)
+    return {nullptr, nullptr};
+  return {hosts_[ia], hosts_[ib]};
 }
 
 void Platform::seal() {

@@ -19,11 +19,16 @@
 // RDMA). configure_engine() sets it; it must run before the platform is built.
 //
 // Routes are declared in a full-routing zone, only for the GPU pairs that talk (add_route), before
-// seal(): a 1024-GPU model would otherwise need 10^6 routes.
+// seal(): a 1024-GPU model would otherwise need 10^6 routes. A route between machines goes through the
+// NICs its connection's channel chose (End::net): a ring channel "NET/0 GPU/0 ... GPU/1 NET/0" leaves
+// every machine from GPU/1 by NET/0 and enters the next at GPU/0 by NET/0, so on a rail-optimised
+// fabric it stays on rail 0's leaf (docs/simulator.md, "Routes").
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/topo.h"
@@ -76,11 +81,28 @@ class Platform {
   // link: a GPU's NVLinks to the NVSwitch chips of its machine become one up and one down link.
   int link_count() const { return static_cast<int>(links_.size()); }
 
-  // Declares the route from GPU node a to GPU node b (the model's path); idempotent; only before
-  // seal(). False with *error when the model has no path between them.
-  bool add_route(int gpu_a, int gpu_b, std::string* error);
-  // The TopoLink indices of a declared route (empty for a == b).
-  const std::vector<int>& route(int gpu_a, int gpu_b) const;
+  // One end of a route: a GPU node, and the NET node by which its traffic leaves or enters the GPU's
+  // machine (-1: the model's default, Topology::exit_net). The NET matters only between machines: a
+  // network connection takes the NIC its channel's graph chose (graph/channels.h, NetConn).
+  struct End {
+    int gpu = -1;
+    int net = -1;
+  };
+  // Declares the route from a to b (Topology::path_via: the model's path through those NETs);
+  // idempotent; only before seal(). False with *error when the model has no such path.
+  bool add_route(End a, End b, std::string* error);
+  bool add_route(int gpu_a, int gpu_b, std::string* error) { return add_route(End{gpu_a, -1}, End{gpu_b, -1}, error); }
+  // The TopoLink indices of a declared route (empty for a == b, and for a route never declared).
+  const std::vector<int>& route(End a, End b) const;
+  const std::vector<int>& route(int gpu_a, int gpu_b) const { return route(End{gpu_a, -1}, End{gpu_b, -1}); }
+  // The SimGrid hosts a declared route runs between (a communication from the first to the second
+  // crosses it), {nullptr, nullptr} when it was not declared. An end whose NET is the GPU's default one
+  // is the GPU's host; an end through another NET is a host of its own, "<gpu>@<net>" ("m0.gpu1@m0.net0"),
+  // on which nothing runs: SimGrid keeps one route per pair of hosts, so connections between the same
+  // two GPUs through different NICs need different end points.
+  std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*> route_hosts(End a, End b) const;
+  // Hosts the platform added for ends through a NET other than their GPU's default one.
+  int port_host_count() const { return static_cast<int>(ports_.size()); }
   void seal();
   bool sealed() const { return sealed_; }
 
@@ -89,6 +111,12 @@ class Platform {
   Topology topo_;
   simgrid::s4u::NetZone* zone_ = nullptr;
   std::vector<simgrid::s4u::Host*> hosts_;  // by node index (nullptr for non-GPU nodes)
+  std::map<std::pair<int, int>, int> ports_;  // (GPU node, NET node) -> end id (hosts_ index >= nodes)
+  // An end's id: its GPU's node index, or its port host's (hosts_ index); -1 when not a GPU of the
+  // platform. `create`: add the port host when missing (before seal()).
+  int end_id(End e, bool create, std::string* error);
+  int end_id(End e) const;
+  End normalized(End e, End other) const;
   std::vector<simgrid::s4u::Link*> links_;  // by TopoLink index
   std::vector<double> rates_;               // by TopoLink index, bytes/s
   struct Routes;

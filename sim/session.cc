@@ -489,6 +489,39 @@ std::string g_failed;  // SimGrid allows one engine per process: a failed setup 
 
 Session::~Session() = default;
 
+namespace {
+// What a new session models for `devs` (Session::model_config).
+SimConfig new_model_config(const std::vector<int>& devs) {
+  SimConfig cfg;
+  const int need = devs.empty() ? 1 : *std::max_element(devs.begin(), devs.end()) + 1;
+  const char* xml = getenv("NCCL_TOPO_FILE");
+  const char* spec = getenv("CCLAB_TOPO");
+  if (xml != nullptr && *xml != '\0') {
+    cfg.topo_xml = xml;
+  } else if (spec != nullptr && *spec != '\0') {
+    cfg.topo = spec;
+  } else {
+    cfg.topo = "dgx-h100";
+    cfg.machines = (need + 7) / 8;
+  }
+  // NCCL_MIN/MAX_NCHANNELS bound the channels the world runs, as they bound NCCL's (the runtime has
+  // checked them: 1..64).
+  auto channels_env = [](const char* name) {
+    const char* v = getenv(name);
+    const long n = v != nullptr && *v != '\0' ? std::strtol(v, nullptr, 10) : 0;
+    return n >= 1 && n <= 64 ? static_cast<int>(n) : 0;
+  };
+  cfg.min_channels = channels_env("NCCL_MIN_NCHANNELS");
+  cfg.max_channels = channels_env("NCCL_MAX_NCHANNELS");
+  return cfg;
+}
+}  // namespace
+
+SimConfig Session::model_config(const std::vector<int>& devs) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  return g_session != nullptr ? g_session->impl_->cfg : new_model_config(devs);
+}
+
 Session* Session::current() {
   std::lock_guard<std::mutex> lk(g_mu);
   return g_session;
@@ -501,20 +534,9 @@ Session* Session::get(const std::vector<int>& devs, std::string* error) {
     *error = g_failed;
     return nullptr;
   }
-  SimConfig cfg;
+  SimConfig cfg = new_model_config(devs);
   cfg.payload = true;
   cfg.nranks = static_cast<int>(devs.size());
-  const int need = devs.empty() ? 1 : *std::max_element(devs.begin(), devs.end()) + 1;
-  const char* xml = getenv("NCCL_TOPO_FILE");
-  const char* spec = getenv("CCLAB_TOPO");
-  if (xml != nullptr && *xml != '\0') {
-    cfg.topo_xml = xml;
-  } else if (spec != nullptr && *spec != '\0') {
-    cfg.topo = spec;
-  } else {
-    cfg.topo = "dgx-h100";
-    cfg.machines = (need + 7) / 8;
-  }
   if (const char* t = getenv("CCLAB_TRACE")) cfg.trace_path = t;
   if (const char* l = getenv("CCLAB_LIVE")) cfg.live_path = l;
   if (const char* w = getenv("CCLAB_LIVE_WAIT")) cfg.live_wait_s = std::atof(w);

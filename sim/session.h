@@ -42,6 +42,11 @@ class Session {
   static Session* get(const std::vector<int>& devs, std::string* error);
   // The session if one exists.
   static Session* current();
+  // The model a session simulates: the existing session's, else what get(devs) would build
+  // (NCCL_TOPO_FILE, CCLAB_TOPO, else dgx-h100 with enough machines for `devs`; NCCL_MIN/MAX_NCHANNELS).
+  // The runtime describes, tunes and logs a communicator on this model, so that its logs, its tuner
+  // and the simulation are about one machine and one plan.
+  static SimConfig model_config(const std::vector<int>& devs);
 
   // A communicator's rank joins: `comm` is its handle, `id` names the communicator (the same on every
   // rank), devs[r] is the GPU (device index) rank r plays. The calling thread drives it. False with

@@ -90,7 +90,9 @@ struct SimSizeResult {
   AlgoKind algo = AlgoKind::kRing;
   std::string custom_algo;       // algo == kCustom: the custom algorithm's name (graph/custom_algo.h)
   ProtoKind proto = ProtoKind::kSimple;
-  int nchannels = 0;
+  int nchannels = 0;             // the channels it ran on: the tuner's choice (cclab tune's column)
+  int nthreads = 0;              // the tuner's threads per channel; the simulator's data loop does not
+                                 // depend on them (one SM per channel at its calibrated copy rate)
   SimLevel level = SimLevel::kStep;  // the level used
   double time_us = 0;            // simulated time of one iteration (mean of iters)
   double algbw = 0, busbw = 0;   // GB/s, nccl-tests' definitions

@@ -256,6 +256,7 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     if (ch.algo == AlgoKind::kCustom && custom_ != nullptr) res.custom_algo = custom_->name;
     res.proto = static_cast<ProtoKind>(ch.proto);
     res.nchannels = ch.nchannels;
+    res.nthreads = ch.nthreads;
     res.predicted_us = ch.predicted_us;
     res.level = cfg_.level;
     if (res.level == SimLevel::kAuto)
@@ -391,7 +392,7 @@ nlohmann::json to_json(const SimResult& r) {
   for (const SimSizeResult& s : r.sizes)
     j["sizes"].push_back({s.bytes, s.count, static_cast<int>(s.algo), static_cast<int>(s.proto), s.nchannels,
                           static_cast<int>(s.level), s.time_us, s.algbw, s.busbw, s.predicted_us, s.wrong, s.slices,
-                          s.custom_algo});
+                          s.nthreads, s.custom_algo});
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
   for (const StepRecord& e : r.events)
     j["events"].push_back({e.rank, e.channel, e.send_peer, e.recv_peer, e.step, static_cast<int>(e.prim),
@@ -420,7 +421,8 @@ void from_json(const nlohmann::json& j, SimResult* r) {
       s.predicted_us = a[9];
       s.wrong = a[10];
       s.slices = a[11];
-      if (a.size() > 12) s.custom_algo = a[12];
+      s.nthreads = a[12];
+      s.custom_algo = a[13];
       r->sizes.push_back(s);
     }
   if (j.contains("links"))

@@ -34,7 +34,7 @@ bool reduces(CollKind c) {
 
 }  // namespace
 
-void World::trace_header(trace::Trace* out) const {
+void World::trace_header(trace::Trace* out, std::map<std::tuple<int, int, int>, int>* conn_routes) const {
   trace::Trace& t = *out;
   t.meta.tool = "cclab " CCLAB_VERSION_STRING_SIM;
   t.meta.backend = "sim";
@@ -45,6 +45,31 @@ void World::trace_header(trace::Trace* out) const {
     t.channels.push_back(trace::make_channel(c, plan_[c].ring, plan_[c].tree_index, plan_[c].tree));
   trace::set_topology(topo_, rank_gpu_, trace::channel_pairs(t.channels), &t);
   t.meta.machines = nmachines_;
+  // The connections' own routes where they differ from their pair's.
+  const trace::TopoMapping m = trace::map_topology(topo_);
+  std::map<std::tuple<int, int, std::vector<int>>, int> added;
+  for (const auto& kv : routes_) {
+    const int c = std::get<0>(kv.first), from = std::get<1>(kv.first), to = std::get<2>(kv.first);
+    if (c < 0 || from == to || kv.second.links == nullptr) continue;
+    std::vector<int> links = trace::map_route(m, *kv.second.links);
+    int i = t.route_index(from, to);
+    if (i < 0 || t.routes[i].links != links) {
+      auto it = added.find(std::make_tuple(from, to, links));
+      if (it == added.end()) {
+        it = added.emplace(std::make_tuple(from, to, links), static_cast<int>(t.routes.size())).first;
+        t.routes.push_back(trace::Route{from, to, std::move(links)});
+      }
+      i = it->second;
+    }
+    if (conn_routes != nullptr) (*conn_routes)[kv.first] = i;
+  }
+}
+
+int World::event_route(const trace::Trace& t, const std::map<std::tuple<int, int, int>, int>& conn_routes, int channel,
+                       int rank, int send_peer) {
+  if (send_peer < 0) return -1;
+  auto it = conn_routes.find(std::make_tuple(channel, rank, send_peer));
+  return it != conn_routes.end() ? it->second : t.route_index(rank, send_peer);
 }
 
 trace::Op World::trace_op(const OpRecord& o) const {
@@ -69,16 +94,15 @@ trace::Op World::trace_op(const OpRecord& o) const {
 
 bool World::live_start(std::string* error) {
   if (cfg_.live_path.empty()) return true;
-  trace::Trace header;
-  trace_header(&header);
+  live_header_ = trace::Trace();
+  live_routes_.clear();
+  trace_header(&live_header_, &live_routes_);
   live_ = std::make_unique<trace::LiveServer>();
-  if (!live_->start(cfg_.live_path, header, cfg_.live_wait_s, error)) {
+  if (!live_->start(cfg_.live_path, live_header_, cfg_.live_wait_s, error)) {
     *error = "--live " + cfg_.live_path + ": " + *error;
     live_.reset();
     return false;
   }
-  for (size_t i = 0; i < header.routes.size(); ++i)
-    live_routes_[{header.routes[i].src, header.routes[i].dst}] = static_cast<int>(i);
   return true;
 }
 
@@ -86,10 +110,7 @@ void World::live_event(const StepRecord& r) {
   if (!live_->attached()) return;
   int proto = live_proto_;
   trace::Event e = trace::event_from_record(r, proto, -1);
-  if (e.send_peer >= 0) {
-    auto it = live_routes_.find({e.rank, e.send_peer});
-    e.route = it == live_routes_.end() ? -1 : it->second;
-  }
+  e.route = event_route(live_header_, live_routes_, e.channel, e.rank, e.send_peer);
   live_->push(e);
 }
 
@@ -104,7 +125,8 @@ void World::live_finish() {
 
 bool World::write_trace(std::string* error) const {
   trace::Trace t;
-  trace_header(&t);
+  std::map<std::tuple<int, int, int>, int> conn_routes;
+  trace_header(&t, &conn_routes);
 
   std::unordered_map<uint64_t, int> proto_of;
   for (const OpRecord& o : op_records_) {
@@ -116,7 +138,7 @@ bool World::write_trace(std::string* error) const {
     auto it = proto_of.find(r.op_count);
     t.events.push_back(trace::event_from_record(r, it == proto_of.end() ? kProtoSimple : it->second, -1));
   }
-  trace::assign_routes(&t);
+  for (trace::Event& e : t.events) e.route = event_route(t, conn_routes, e.channel, e.rank, e.send_peer);
   trace::sort_events(&t.events);
   trace::compute_link_load(&t);
   std::string err;

@@ -137,10 +137,9 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
     rec_inflight_ = true;
     return;
   }
-  sg4::Host* src = world_->rank_host(rank_);
-  sg4::Host* dst = world_->rank_host(send.peer);
-  inflight_.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(bytes)));
-  world_->add_link_bytes(rank_, send.peer, bytes);
+  const World::ConnRoute& route = world_->conn_route(send);
+  inflight_.push_back(sg4::Comm::sendto_async(route.src, route.dst, static_cast<uint64_t>(bytes)));
+  world_->add_link_bytes(route, bytes);
   ++transfers_;
 }
 
@@ -308,6 +307,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     rank_host_[r] = platform_->gpu_host(rank_gpu_[r]);
     sm_rate_[r] = cfg_.calibration.gpu(topo_.nodes[rank_gpu_[r]].sm).sm_copy_gbs * 1e9;
   }
+  // The model's paths between the GPU pairs that talk, both ways (point-to-point operations between
+  // ring and tree neighbours take them), and, on a small model, between every pair of GPUs.
   auto route = [&](int a, int b) {
     if (a == b || a < 0 || b < 0) return true;
     if (shared_platform_) {  // declared by the world that built the platform
@@ -321,13 +322,35 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     return platform_->add_route(rank_gpu_[a], rank_gpu_[b], &err) && platform_->add_route(rank_gpu_[b], rank_gpu_[a], &err);
   };
   if (all_routes_ && !shared_platform_ && ngpus <= kAllRoutesMaxGpus) {
+    // Every GPU pair, and, between machines, through every pair of NICs a channel of the graphs can
+    // give its two ends (graph_net_dev): the worlds that share this platform (other GPU sets, other
+    // placements on the same graphs) find the routes of their channels' connections declared.
     const std::vector<int> gpus = topo_.gpus();
+    std::vector<std::pair<int, int>> nets;  // per GPU pair, (send NET dev, receive NET dev)
     for (int a : gpus)
-      for (int b : gpus)
-        if (a != b && !platform_->add_route(a, b, &err)) {
+      for (int b : gpus) {
+        if (a == b) continue;
+        if (!platform_->add_route(a, b, &err)) {
           *error = err;
           return false;
         }
+        const int ma = topo_.nodes[a].machine, mb = topo_.nodes[b].machine;
+        if (ma == mb) continue;
+        nets.clear();
+        for (const TopoGraph* g : {&ring_graph_, &tree_graph_})
+          for (int gc = 0; gc < g->nchannels; ++gc)
+            nets.emplace_back(graph_net_dev(*g, gc, topo_.nodes[a].dev), graph_net_dev(*g, gc, topo_.nodes[b].dev));
+        std::sort(nets.begin(), nets.end());
+        nets.erase(std::unique(nets.begin(), nets.end()), nets.end());
+        for (const auto& nd : nets) {
+          if (nd.first < 0 || nd.second < 0) continue;
+          if (!platform_->add_route(Platform::End{a, topo_.net_node(ma, nd.first)},
+                                    Platform::End{b, topo_.net_node(mb, nd.second)}, &err)) {
+            *error = err;
+            return false;
+          }
+        }
+      }
   }
   for (int r = 0; r < static_cast<int>(custom_peers_.size()); ++r)
     for (int q : custom_peers_[r])
@@ -338,12 +361,9 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   for (int c = 0; c < nch_; ++c) {
     const std::vector<int>& ring = plan_[c].ring;
     for (int i = 0; i < nranks_; ++i) {
-      if (!route(ring[i], ring[(i + 1) % nranks_])) {
-        *error = err;
-        return false;
-      }
-      const TreeLinks& t = plan_[c].tree[ring[i]];
-      if (!route(ring[i], t.up)) {
+      const int r = ring[i], next = ring[(i + 1) % nranks_], up = plan_[c].tree[r].up;
+      if (!route(r, next) || !route(r, up) || !declare_conn_route(c, r, next, &err) ||
+          (up >= 0 && (!declare_conn_route(c, r, up, &err) || !declare_conn_route(c, up, r, &err)))) {
         *error = err;
         return false;
       }
@@ -355,8 +375,52 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   return true;
 }
 
-void World::add_link_bytes(int from_rank, int to_rank, double bytes) {
-  for (int l : platform_->route(rank_gpu_[from_rank], rank_gpu_[to_rank])) link_bytes_[l] += bytes;
+std::pair<Platform::End, Platform::End> World::conn_ends(int c, int a, int b) const {
+  Platform::End ea{rank_gpu_[a], -1}, eb{rank_gpu_[b], -1};
+  const NetConn* k = c >= 0 && c < static_cast<int>(plan_.size()) ? plan_[c].net_of(a, b) : nullptr;
+  if (k != nullptr) {
+    ea.net = topo_.net_node(place_.rank_machine[a], k->send_net);
+    eb.net = topo_.net_node(place_.rank_machine[b], k->recv_net);
+  }
+  return {ea, eb};
+}
+
+bool World::declare_conn_route(int c, int a, int b, std::string* error) {
+  if (a == b || a < 0 || b < 0) return true;
+  const auto ends = conn_ends(c, a, b);
+  if (!shared_platform_ && !platform_->add_route(ends.first, ends.second, error)) return false;
+  const auto hosts = platform_->route_hosts(ends.first, ends.second);
+  if (hosts.first == nullptr) {
+    *error = "channel " + std::to_string(c) + ": no route from " + topo_.nodes[rank_gpu_[a]].name + " to " +
+             topo_.nodes[rank_gpu_[b]].name + " through the NICs its graph chose was declared: a simulated world " +
+             "declares them for other worlds only on models of at most " + std::to_string(kAllRoutesMaxGpus) + " GPUs";
+    return false;
+  }
+  routes_[std::make_tuple(c, a, b)] = ConnRoute{hosts.first, hosts.second, &platform_->route(ends.first, ends.second)};
+  return true;
+}
+
+const World::ConnRoute& World::conn_route(int channel, int from, int to) {
+  auto it = routes_.find(std::make_tuple(channel, from, to));
+  if (it != routes_.end()) return it->second;
+  if (channel != kP2pChannel) return conn_route(kP2pChannel, from, to);
+  // Point-to-point (and anything setup did not declare): the model's path, when the platform has it.
+  // Without one, the GPUs' hosts: SimGrid reports the missing route when a communication takes it.
+  const Platform::End a{rank_gpu_[from], -1}, b{rank_gpu_[to], -1};
+  auto hosts = platform_->route_hosts(a, b);
+  if (hosts.first == nullptr) hosts = {rank_host_[from], rank_host_[to]};
+  return routes_.emplace(std::make_tuple(channel, from, to), ConnRoute{hosts.first, hosts.second, &platform_->route(a, b)})
+      .first->second;
+}
+
+const World::ConnRoute& World::conn_route(const ConnInfo& send) const {
+  auto it = hdr_route_.find(send.hdr);
+  return it == hdr_route_.end() ? no_route_ : *it->second;
+}
+
+void World::add_link_bytes(const ConnRoute& route, double bytes) {
+  if (route.links == nullptr) return;
+  for (int l : *route.links) link_bytes_[l] += bytes;
 }
 
 SimConn& World::conn(int channel, int from, int to, int proto, int space) {
@@ -386,6 +450,7 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   }
   c->send_info.peer = to;
   c->recv_info.peer = from;
+  hdr_route_[hdr] = &conn_route(channel, from, to);
   return *conns_.emplace(key, std::move(c)).first->second;
 }
 
@@ -408,6 +473,7 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) c
   c->algo = t.algo;
   c->proto = static_cast<int>(t.proto);
   c->nchannels = std::max(1, std::min(t.nchannels, nch_));
+  c->nthreads = t.nthreads;
   c->predicted_us = t.time_us;
   return true;
 }

@@ -137,7 +137,21 @@ class World {
   double sm_rate(int rank) const { return sm_rate_[rank]; }  // bytes/s of one SM of the rank's GPU
   int rank_gpu(int rank) const { return rank_gpu_[rank]; }
   CounterWait& wait_slot(const ConnCounter* c) { return waits_[c->waiters]; }
-  void add_link_bytes(int from_rank, int to_rank, double bytes);
+  // A connection's route: the SimGrid hosts its communications run between (Platform::route_hosts) and
+  // the TopoLinks they cross. A connection between machines takes the NICs its channel's graph chose
+  // (ChannelPlan::net); point-to-point connections and ranks on one machine take the model's path.
+  struct ConnRoute {
+    simgrid::s4u::Host* src = nullptr;
+    simgrid::s4u::Host* dst = nullptr;
+    const std::vector<int>* links = nullptr;
+  };
+  // The route of channel `channel`'s connection from rank `from` to rank `to` (channel kP2pChannel:
+  // point-to-point). Routes are declared in setup(); a pair it did not declare gets the model's path
+  // when the platform has it, else a route with no hosts.
+  const ConnRoute& conn_route(int channel, int from, int to);
+  // The route of the connection whose sending end is `send` (a ConnInfo of conn()).
+  const ConnRoute& conn_route(const ConnInfo& send) const;
+  void add_link_bytes(const ConnRoute& route, double bytes);
   bool recording() const { return record_steps_ || live_ != nullptr; }
   void record(const StepRecord& r) {
     if (record_steps_) events_.push_back(r);
@@ -159,13 +173,21 @@ class World {
   bool tracing() const { return !cfg_.trace_path.empty(); }
   bool live_start(std::string* error);
   void live_finish();
-  void trace_header(trace::Trace* t) const;
+  // The trace's header: model, channels and routes. Routes: every channel pair's model path (as
+  // trace::set_topology makes them), then each connection route that differs from its pair's (a
+  // connection between machines through its channel's NICs); *conn_routes (may be null) gets the route
+  // index of every (channel, from, to) connection.
+  void trace_header(trace::Trace* t, std::map<std::tuple<int, int, int>, int>* conn_routes = nullptr) const;
+  // The route index of an event's send: its connection's, else its pair's; -1 when it sends nothing.
+  static int event_route(const trace::Trace& t, const std::map<std::tuple<int, int, int>, int>& conn_routes,
+                         int channel, int rank, int send_peer);
 
  private:
   struct Choice {
     AlgoKind algo;
     int proto;
     int nchannels;
+    int nthreads;  // the tuner's threads per channel (reported; the data loop does not depend on them)
     double predicted_us;
   };
   bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const;
@@ -228,6 +250,13 @@ class World {
   // connections: key (space, channel, from, to, proto); channel kP2pChannel: point-to-point
   static constexpr int kP2pChannel = -1;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<SimConn>> conns_;
+  std::map<std::tuple<int, int, int>, ConnRoute> routes_;                // (channel, from, to)
+  std::unordered_map<const ConnFifoHeader*, const ConnRoute*> hdr_route_;  // a connection's header -> its route
+  ConnRoute no_route_;
+  // The ends of channel c's connection from rank a to rank b (the NETs of ChannelPlan::net).
+  std::pair<Platform::End, Platform::End> conn_ends(int c, int a, int b) const;
+  // Declares (or, on a shared platform, finds) the route of channel c's connection a -> b.
+  bool declare_conn_route(int c, int a, int b, std::string* error);
   std::vector<CounterWait> waits_;
   std::vector<double> link_bytes_;  // by TopoLink
   std::vector<StepRecord> events_;
@@ -258,7 +287,8 @@ class World {
   void live_op(const OpRecord& o);
   bool record_steps_ = false;                       // record_events or trace_path
   std::unique_ptr<trace::LiveServer> live_;
-  std::map<std::pair<int, int>, int> live_routes_;  // (src, dst) -> route index in the live header
+  trace::Trace live_header_;                              // what the live stream's header says
+  std::map<std::tuple<int, int, int>, int> live_routes_;  // (channel, src, dst) -> route index in it
   int live_proto_ = 0;                              // protocol of the collective being simulated
   int proto_buff_[kNumProtocols] = {524288, 4915200, 4 << 20};
   friend class SimExec;

@@ -544,6 +544,7 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
     row["algo"] = algo_label(s);
     row["proto"] = proto_name(s.proto);
     row["nchannels"] = s.nchannels;
+    row["nthreads"] = s.nthreads;
     row["level"] = sim_level_label(s.level);
     row["predicted_us"] = s.predicted_us;
     row["slices"] = s.slices;
@@ -911,17 +912,18 @@ std::string format_sim_links(const SimConfig& cfg, const SimResult& r, int n) {
 
 std::string sim_csv_header(bool with_variant) {
   return std::string(with_variant ? "variant," : "") +
-         "bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level,predicted_us,slices\n";
+         "bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level,predicted_us,slices,nthreads\n";
 }
 
 std::string format_sim_csv(const SimConfig& cfg, const SimResult& r, const std::string& variant, bool header) {
   std::string out = header ? sim_csv_header(!variant.empty()) : "";
   for (const auto& s : r.sizes) {
     if (!variant.empty()) out += csv_field(variant) + ",";
-    out += printf_string("%zu,%zu,%s,%s,%d,%.9g,%.9g,%.9g,%lld,%s,%s,%d,%s,%.9g,%llu\n", s.bytes, s.count,
+    out += printf_string("%zu,%zu,%s,%s,%d,%.9g,%.9g,%.9g,%lld,%s,%s,%d,%s,%.9g,%llu,%d\n", s.bytes, s.count,
                          sim_type_label(cfg.type), op_column(cfg), root_column(cfg), s.time_us, s.algbw, s.busbw,
                          static_cast<long long>(s.wrong), algo_label(s), proto_name(s.proto), s.nchannels,
-                         sim_level_label(s.level), s.predicted_us, static_cast<unsigned long long>(s.slices));
+                         sim_level_label(s.level), s.predicted_us, static_cast<unsigned long long>(s.slices),
+                         s.nthreads);
   }
   return out;
 }

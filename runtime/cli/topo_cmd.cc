@@ -134,25 +134,6 @@ bool build_topology(const TopoSource& source, Topology* out, std::string* error,
   return true;
 }
 
-bool search_ring_and_tree(const Topology& topo, TopoGraph* ring, TopoGraph* tree, std::string* error) {
-  *ring = TopoGraph{};
-  ring->id = 0;
-  ring->pattern = GraphPattern::kRing;
-  *tree = TopoGraph{};
-  tree->id = 1;
-  tree->pattern = GraphPattern::kBalancedTree;
-  std::string why;
-  if (!search_graph(topo, ring, &why) || ring->nchannels < 1) {
-    *error = "ring search found no channels" + (why.empty() ? std::string() : ": " + why);
-    return false;
-  }
-  if (!search_graph(topo, tree, &why) || tree->nchannels < 1) {
-    *error = "tree search found no channels" + (why.empty() ? std::string() : ": " + why);
-    return false;
-  }
-  return true;
-}
-
 // ---- report ------------------------------------------------------------------------------------------
 std::string format_ring_orders(const Topology& topo, const TopoGraph& ring, int max_channels) {
   std::string out;

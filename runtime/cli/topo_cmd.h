@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/channels.h"
 #include "graph/detect.h"
 #include "graph/search.h"
 #include "graph/topo.h"
@@ -53,9 +54,8 @@ bool build_topology(const TopoSource& source, Topology* out, std::string* error,
 // found, then the warnings and notes, and "no GPU found" when there is none.
 std::string format_detect_report(const DetectResult& detected, const std::string& sysfs_root);
 
-// The ring graph (id 0, pattern kRing) and the tree graph (id 1, pattern kBalancedTree) as the runtime
-// searches them. False with *error naming the graph that has no solution.
-bool search_ring_and_tree(const Topology& topo, TopoGraph* ring, TopoGraph* tree, std::string* error);
+// The ring and tree graphs are searched as the runtime and the simulator search them:
+// search_ring_and_tree (graph/channels.h; the tree for exactly as many channels as the ring found).
 
 // "Ring order, channel 0: 0 1 2 3 ... 15" for the first max_channels channels of a ring graph (all ranks
 // of all machines, via ring_order).

@@ -10,6 +10,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "graph/channels.h"
 #include "perf_options.h"
 
 namespace cclab {
@@ -118,7 +119,8 @@ const std::vector<AlgoProto>& tune_combinations() {
 
 // ---- tuner input -------------------------------------------------------------------------------------
 bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGraph* tree, int ranks,
-                      const char* algo_env, const char* proto_env, TunerInput* in, std::string* error) {
+                      const char* algo_env, const char* proto_env, TunerInput* in, std::string* error,
+                      int min_channels, int max_channels) {
   TunerInput t;
   const std::vector<int> gpus = topo.gpus();
   const int total = static_cast<int>(gpus.size());
@@ -150,6 +152,10 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
   }
   t.ring = ring;
   t.tree = tree;
+  // NCCL's comm->nChannels, from which topoGetAlgoInfo trims: what the simulator runs too.
+  if (ring != nullptr && tree != nullptr)
+    t.ring_channels = t.tree_channels =
+        modelled_channels(*ring, *tree, min_channels > 0 ? min_channels : 1, max_channels > 0 ? max_channels : 64);
   std::string why;
   if (parse_algo_env(algo_env, &t.enable, &why) != ncclSuccess) {
     *error = env_error("NCCL_ALGO", why);
@@ -215,6 +221,10 @@ std::string format_tune_header(const Topology& topo, const TunerInput& in, CollK
          std::to_string(in.sm_min) + (in.sm_min == in.sm_max ? "" : "-" + std::to_string(in.sm_max)) + "\n";
   if (in.ring) out += "# Ring graph: " + describe_graph(*in.ring).substr(0, describe_graph(*in.ring).find('\n')) + "\n";
   if (in.tree) out += "# Tree graph: " + describe_graph(*in.tree).substr(0, describe_graph(*in.tree).find('\n')) + "\n";
+  if (in.ring_channels > 0)
+    out += "# " + std::to_string(in.ring_channels) +
+           " channels connected (the fewer of the graphs' channels, doubled, within NCCL_MIN/MAX_NCHANNELS); "
+           "the channels column trims them for small sizes, as NCCL and `cclab sim` do\n";
   // What NCCL_ALGO / NCCL_PROTO leave enabled for this collective (describe_*_enable lists every one).
   const int c = coll_index(coll);
   std::string algos, protos;
@@ -256,6 +266,8 @@ std::string tune_usage() {
          "  -f, --stepfactor N         multiply sizes by N (default 2)\n"
          "  --explain SIZE             derive every prediction at SIZE and say which wins (no table)\n"
          "  --ranks N                  ranks in the communicator (default: every GPU of the model)\n"
+         "  --min-channels N           NCCL_MIN_NCHANNELS (default: $NCCL_MIN_NCHANNELS)\n"
+         "  --max-channels N           NCCL_MAX_NCHANNELS (default: $NCCL_MAX_NCHANNELS)\n"
          "  -h, --help                 this text\n"
          "\n"
          "Sizes are NCCL's nBytes: for all_gather and reduce_scatter the whole gathered buffer.\n"
@@ -269,7 +281,7 @@ TuneCmdParse parse_tune_cmd(const std::vector<std::string>& args) {
   app.set_help_flag();
   app.allow_extras();
   bool help = false;
-  std::string coll, nodes, oversub, minb, maxb, factor, explain, ranks;
+  std::string coll, nodes, oversub, minb, maxb, factor, explain, ranks, min_ch, max_ch;
   app.add_flag("-h,--help", help);
   app.add_option("collective", coll);
   app.add_option("--topo", o.source.preset_spec);
@@ -283,6 +295,8 @@ TuneCmdParse parse_tune_cmd(const std::vector<std::string>& args) {
   app.add_option("-f,--stepfactor", factor);
   app.add_option("--explain", explain);
   app.add_option("--ranks", ranks);
+  app.add_option("--min-channels", min_ch);
+  app.add_option("--max-channels", max_ch);
   try {
     std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
     app.parse(reversed);
@@ -315,8 +329,21 @@ TuneCmdParse parse_tune_cmd(const std::vector<std::string>& args) {
       o.explain_bytes = parse_size(explain, "--explain");
     }
     if (!ranks.empty()) o.ranks = parse_positive_int(ranks, "--ranks", 1 << 20);
+    // The flags win over the environment, as in `cclab sim`.
+    const char* env_min = std::getenv("NCCL_MIN_NCHANNELS");
+    const char* env_max = std::getenv("NCCL_MAX_NCHANNELS");
+    if (!min_ch.empty()) o.min_channels = parse_positive_int(min_ch, "--min-channels", 64);
+    else if (env_min != nullptr && *env_min != '\0') o.min_channels = parse_positive_int(env_min, "NCCL_MIN_NCHANNELS", 64);
+    if (!max_ch.empty()) o.max_channels = parse_positive_int(max_ch, "--max-channels", 64);
+    else if (env_max != nullptr && *env_max != '\0') o.max_channels = parse_positive_int(env_max, "NCCL_MAX_NCHANNELS", 64);
   } catch (const std::invalid_argument& e) {
     result.message = std::string("cclab tune: ") + e.what();
+    return result;
+  }
+  if (o.min_channels > 0 && o.max_channels > 0 && o.min_channels > o.max_channels) {
+    result.message = "cclab tune: channels: minimum " + std::to_string(o.min_channels) +
+                     " (--min-channels/NCCL_MIN_NCHANNELS) is larger than maximum " + std::to_string(o.max_channels) +
+                     " (--max-channels/NCCL_MAX_NCHANNELS)";
     return result;
   }
   if (o.min_bytes == 0) {
@@ -387,7 +414,8 @@ int tune_main(const std::vector<std::string>& args) {
     return kToolExitUsage;
   }
   TunerInput in;
-  if (!make_tuner_input(topo, &ring, &tree, o.ranks, algo_env, proto_env, &in, &error)) {
+  if (!make_tuner_input(topo, &ring, &tree, o.ranks, algo_env, proto_env, &in, &error, o.min_channels,
+                        o.max_channels)) {
     std::fprintf(stderr, "cclab tune: %s\n", error.c_str());
     return kToolExitUsage;
   }

@@ -34,6 +34,8 @@ struct TuneCmdOptions {
   bool explain = false;
   size_t explain_bytes = 0;  // --explain SIZE
   int ranks = 0;             // --ranks; 0 = every GPU of the model
+  int min_channels = 0;      // --min-channels (default $NCCL_MIN_NCHANNELS); 0 = unset
+  int max_channels = 0;      // --max-channels (default $NCCL_MAX_NCHANNELS); 0 = unset
 };
 
 struct TuneCmdParse {
@@ -58,10 +60,14 @@ std::vector<size_t> tune_sizes(size_t min_bytes, size_t max_bytes, uint64_t fact
 std::string format_bytes(size_t bytes);
 
 // Fills a TunerInput for all GPUs of topo (or `ranks` of them when > 0) with the searched graphs and the
-// NCCL_ALGO / NCCL_PROTO values (nullptr = unset). False with *error: the parser's message for a bad
-// NCCL_ALGO/NCCL_PROTO (prefixed with the variable), or a rank count that does not fit the model.
+// NCCL_ALGO / NCCL_PROTO values (nullptr = unset), on the channels the communicator runs: the fewer of
+// the two graphs' channels, doubled, within [min_channels, max_channels] (NCCL_MIN/MAX_NCHANNELS; 0 =
+// unset), as NCCL connects them and as `cclab sim` runs them (modelled_channels). False with *error:
+// the parser's message for a bad NCCL_ALGO/NCCL_PROTO (prefixed with the variable), or a rank count
+// that does not fit the model.
 bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGraph* tree, int ranks,
-                      const char* algo_env, const char* proto_env, TunerInput* in, std::string* error);
+                      const char* algo_env, const char* proto_env, TunerInput* in, std::string* error,
+                      int min_channels = 0, int max_channels = 0);
 
 // The six combinations the table shows, in column order: Ring then Tree, each LL, LL128, Simple.
 struct AlgoProto {

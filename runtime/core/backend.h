@@ -48,6 +48,15 @@ class Backend {
     *blocks = 0;
     return ncclSuccess;
   }
+  // The machine a communicator models when neither CCLAB_TOPO nor NCCL_TOPO_FILE names one, and the
+  // channel bounds it runs within: the simulator answers with the machine its world simulates (a preset
+  // spec "PRESET:MACHINES" in *preset, or an XML path in *xml) and NCCL_MIN/MAX_NCHANNELS as the world
+  // applies them (0: unset), so that the communicator's topology, channels, tuner and logs are the
+  // simulation's. devs[r]: the device rank r plays. False: the runtime's own default.
+  virtual bool model(const std::vector<int>& devs, std::string* preset, std::string* xml, int* min_channels,
+                     int* max_channels) {
+    return false;
+  }
   // Whether LL128's 128-byte lines reach every peer whole (false with *why: LL128 is left out).
   virtual bool ll128_safe(std::string* why) { return true; }
   // After the topology, rings and trees are set up: the backend's state for `comm`.

@@ -427,7 +427,8 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   if (r != ncclSuccess) return r;
   // The rings' Simple connections now, so that a missing transport fails init; the other protocols
   // and the trees connect on first use (NCCL's runtime connect).
-  if (comm->nranks > 1) {
+  // The simulator makes its connections in its world; the host transports stay unused.
+  if (comm->nranks > 1 && !comm->sim) {
     r = ensure_connected(comm, AlgoKind::kRing, kProtoSimple, comm->nchannels);
     if (r != ncclSuccess) return r;
     CCLAB_INFO(kLogInit, "Connected all rings, use ring PXN 0 GDR 0");

@@ -148,9 +148,17 @@ ncclResult_t detect_topology_for(ncclComm_t comm, bool required, bool* used) {
 // Loads or builds the topology named by NCCL_TOPO_FILE / CCLAB_TOPO (or the virtual default), and
 // places the ranks on its GPUs.
 ncclResult_t load_topology(ncclComm_t comm) {
-  const std::string xml = param_str("NCCL_TOPO_FILE", nullptr);
-  const std::string spec = param_str("CCLAB_TOPO", nullptr);
+  std::string xml = param_str("NCCL_TOPO_FILE", nullptr);
+  std::string spec = param_str("CCLAB_TOPO", nullptr);
   std::string err;
+  // Under the simulator the communicator models the machine the simulation runs, its ranks on the GPUs
+  // they play there (their devices), so that its topology, channels, tuner and logs are the simulation's.
+  std::vector<int> sim_devs;
+  if (comm->sim) {
+    for (int r = 0; r < comm->nranks; ++r) sim_devs.push_back(comm->peers[r].dev);
+    int lo = 0, hi = 0;
+    if (xml.empty() && spec.empty()) comm->backend->model(sim_devs, &spec, &xml, &lo, &hi);
+  }
   Topology& topo = comm->topo;
   bool node_major = true;
   if (!xml.empty()) {
@@ -225,12 +233,19 @@ ncclResult_t load_topology(ncclComm_t comm) {
                         topo.name.c_str(), (comm->nranks + gpm - 1) / std::max(gpm, 1));
   if (node_major) {
     // Rank r plays GPU r % G of machine r / G, as a job launched node by node would (spread
-    // evenly for virtual:MACHINES, whose machines were sized for it).
+    // evenly for virtual:MACHINES, whose machines were sized for it); under the simulator GPU d % G
+    // of machine d / G for its device d, as the simulated world places it (sim/world.h).
     comm->rank_node.resize(comm->nranks);
     comm->rank_dev.resize(comm->nranks);
     for (int r = 0; r < comm->nranks; ++r) {
-      comm->rank_node[r] = r / gpm;
-      comm->rank_dev[r] = r % gpm;
+      const int d = comm->sim ? sim_devs[r] : r;
+      if (d < 0 || d >= capacity)
+        return report_error(ncclInvalidArgument,
+                            "rank %d plays device %d, which the topology %s does not have (%d GPUs); choose more "
+                            "machines (e.g. CCLAB_TOPO=%s:%d)",
+                            r, d, topo.name.c_str(), capacity, topo.name.c_str(), d / gpm + 1);
+      comm->rank_node[r] = d / gpm;
+      comm->rank_dev[r] = d % gpm;
     }
   }
   for (int r = 0; r < comm->nranks; ++r) {
@@ -333,6 +348,19 @@ ncclResult_t setup_topology(ncclComm_t comm) {
                                          : "virtual model: 16 by default",
                  note.empty() ? "" : "; ", note.c_str());
   }
+  if (comm->sim) {
+    // The simulated world runs NCCL's channels for the modelled machine within the bounds it applies
+    // (NCCL_MIN/MAX_NCHANNELS; sim/session.cc): so does the communicator, whose logs and tuner describe it.
+    std::vector<int> devs;
+    for (int r = 0; r < comm->nranks; ++r) devs.push_back(comm->peers[r].dev);
+    std::string preset, xml;
+    int lo = 0, hi = 0;
+    comm->backend->model(devs, &preset, &xml, &lo, &hi);
+    comm->nchannels = modelled_channels(comm->ring_graph, comm->tree_graph, lo > 0 ? lo : 1, hi > 0 ? hi : 64);
+    if (comm->rank == 0)
+      CCLAB_INFO(kLogInit | kLogTuning, "%d channels on the sim backend, as NCCL would run on the simulated machine",
+                 comm->nchannels);
+  }
   std::vector<ChannelPlan> plan = plan_channels(comm->topo, comm->ring_graph, comm->tree_graph, place, comm->nchannels);
   if (comm->host_machine) {
     // On the host every rank reaches every other through memory alike, and what a small call waits for
@@ -366,6 +394,16 @@ ncclResult_t setup_topology(ncclComm_t comm) {
       for (int x : ch.ring) line += " " + std::to_string(x);
       CCLAB_INFO(kLogInit, "Channel %02d/%02d :%s", c, comm->nchannels, line.c_str());
     }
+    if (comm->sim && comm->nranks > 1 && log_enabled(LogLevel::kInfo, kLogInit)) {
+      // The simulated connection to the ring's next rank, NCCL's "Channel 00/0 : 7[7] -> 8[0] via NET/IB/0"
+      // with the NICs it takes between machines (the channel's, ChannelPlan::net).
+      const int next = ch.view[1];
+      const NetConn* k = plan[c].net_of(comm->rank, next);
+      const std::string via = k != nullptr ? "NET/" + std::to_string(k->send_net) + " -> NET/" + std::to_string(k->recv_net)
+                                           : std::string("P2P");
+      CCLAB_INFO(kLogInit, "Channel %02d/%d : %d[%d] -> %d[%d] via %s (simulated)", c, comm->nchannels, comm->rank,
+                 comm->dev, next, comm->peers[next].dev, via.c_str());
+    }
     if (log_enabled(LogLevel::kInfo, kLogInit)) {
       // NCCL's format: "Trees [c] d0/d1/d2->me->up" (-1 for none).
       CCLAB_INFO(kLogInit, "Trees [%d] %d/%d/%d->%d->%d (tree %d)", c, t.down[0], t.down[1], t.down[2], comm->rank,
@@ -375,7 +413,7 @@ ncclResult_t setup_topology(ncclComm_t comm) {
 
   // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the
   // host backend itself runs comm->nchannels, the CUDA backend runs its channels and is modelled with them).
-  const int modelled = comm->cuda ? comm->nchannels
+  const int modelled = comm->cuda || comm->sim ? comm->nchannels
                                   : modelled_channels(comm->ring_graph, comm->tree_graph,
                                                       static_cast<int>(param_int("NCCL_MIN_NCHANNELS", 1)),
                                                       static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 
 #include "kernels/tree.h"
 
@@ -80,8 +81,37 @@ std::vector<ChannelPlan> plan_channels(const Topology& topo, const TopoGraph& ri
         }
       }
     }
+    // The NICs of the connections between machines: the ring's first, then the tree's.
+    std::set<std::pair<int, int>> opened;
+    auto add_net = [&](const TopoGraph& g, int a, int b) {
+      if (a < 0 || b < 0 || a == b || place.rank_machine[a] == place.rank_machine[b] || !opened.insert({a, b}).second)
+        return;
+      ch.net.push_back(NetConn{a, b, graph_net_dev(g, c, place.rank_dev[a]), graph_net_dev(g, c, place.rank_dev[b])});
+    };
+    for (int i = 0; i < n; ++i) add_net(ring, ch.ring[i], ch.ring[(i + 1) % n]);
+    for (int r = 0; r < n; ++r) {
+      add_net(tree, r, ch.tree[r].up);
+      add_net(tree, ch.tree[r].up, r);
+    }
+    std::sort(ch.net.begin(), ch.net.end(),
+              [](const NetConn& x, const NetConn& y) { return std::make_pair(x.from, x.to) < std::make_pair(y.from, y.to); });
   }
   return out;
+}
+
+int graph_net_dev(const TopoGraph& graph, int channel, int dev) {
+  if (graph.nchannels < 1 || channel < 0) return -1;
+  const int c = channel % graph.nchannels;
+  if (c >= static_cast<int>(graph.inter.size()) || graph.inter[c].size() < 2) return -1;
+  const bool first = c < static_cast<int>(graph.intra.size()) && !graph.intra[c].empty() && graph.intra[c][0] == dev;
+  return graph.inter[c][first ? 0 : 1];
+}
+
+const NetConn* ChannelPlan::net_of(int from, int to) const {
+  auto it = std::lower_bound(net.begin(), net.end(), std::make_pair(from, to), [](const NetConn& k, const std::pair<int, int>& v) {
+    return std::make_pair(k.from, k.to) < v;
+  });
+  return it != net.end() && it->from == from && it->to == to ? &*it : nullptr;
 }
 
 bool search_ring_and_tree(const Topology& topo, TopoGraph* ring, TopoGraph* tree, std::string* error) {

@@ -26,15 +26,38 @@ struct RankPlacement {
 // cclab's default placement on a model: rank r on GPU r % G of machine r / G (G GPUs per machine).
 RankPlacement place_ranks(const Topology& topo, int nranks);
 
+// A connection of a channel between two machines and the NICs it takes: NET dev `send_net` on the
+// sender's machine, NET dev `recv_net` on the receiver's (NCCL's ncclTopoGetNetDev: each end asks the
+// graph of the channel that opened the connection, graph_net_dev).
+struct NetConn {
+  int from = -1, to = -1;  // ranks
+  int send_net = -1, recv_net = -1;
+};
+
 struct ChannelPlan {
   std::vector<int> ring;        // ring order (machine after machine; the same list for every rank)
   int tree_index = 0;           // which of the double binary tree's two trees (tree_of_channel)
   std::vector<TreeLinks> tree;  // per rank: its parent and children in that tree
+  // Every connection of the channel that crosses machines: the ring's (ring graph), then the tree's in
+  // both directions (tree graph) unless the ring already opened it (NCCL connects a channel's ring
+  // first, and a tree link to the same peer reuses that connection), sorted by (from, to). Empty on one
+  // machine.
+  std::vector<NetConn> net;
+  const NetConn* net_of(int from, int to) const;  // nullptr when (from, to) does not cross machines here
 };
+
+// The NET dev the rank on GPU `dev` uses for a network connection of graph channel `channel` (taken mod
+// the graph's channels): the channel's entry NET (inter[c][0]) for the channel's first GPU
+// (intra[c][0]), its exit NET (inter[c][1]) for any other GPU. A ring channel "NET/n GPU/a ... GPU/b
+// NET/m" receives from the previous machine on a through NET/n and sends to the next machine from b
+// through NET/m (n == m unless crossNic); a tree channel's head sends and receives on its NET/n.
+// -1 when the graph has no NETs (one machine).
+int graph_net_dev(const TopoGraph& graph, int channel, int dev);
 
 // Channel c runs the ring graph's channel c mod nChannels, machine after machine, and tree
 // tree_of_channel(c, nchannels) of the double binary tree over the machines holding ranks, with a chain
-// in the tree graph's order inside each machine (the chain's first rank is the machine's head).
+// in the tree graph's order inside each machine (the chain's first rank is the machine's head); its
+// connections between machines take the NICs graph_net_dev gives (ChannelPlan::net).
 std::vector<ChannelPlan> plan_channels(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
                                        const RankPlacement& place, int nchannels);
 

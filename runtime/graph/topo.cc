@@ -145,6 +145,14 @@ int Topology::gpu_node(int machine, int dev) const {
   return -1;
 }
 
+int Topology::net_node(int machine, int dev) const {
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    const TopoNode& n = nodes[i];
+    if (n.type == TopoNodeType::kNet && n.machine == machine && n.dev == dev) return i;
+  }
+  return -1;
+}
+
 int Topology::link_between(int a, int b) const {
   if (a < 0 || a >= static_cast<int>(nodes.size())) return -1;
   for (int l : nodes[a].out) {

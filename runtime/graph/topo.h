@@ -173,6 +173,8 @@ class Topology {
   int find(const std::string& name) const;  // -1 if none
   // GPU node of (machine, dev), -1 if none.
   int gpu_node(int machine, int dev) const;
+  // NET node of (machine, dev) (NCCL's NET/dev: the port index on its machine), -1 if none.
+  int net_node(int machine, int dev) const;
   int link_between(int a, int b) const;     // first a->b link index, -1 if none
 
   // Paths. compute_paths() finds, from every GPU and NET node, the best route to every GPU, NET and
@@ -182,6 +184,16 @@ class Topology {
   void compute_paths();
   // The route from node a to node b (a a GPU or NET node). A path of type kDis when none exists.
   const TopoPath& path(int a, int b) const;
+  // The NET node by which traffic from or to node `node` crosses machines in path() (its default NIC:
+  // for a GPU the NET of its rail, see topo_paths.cc), -1 when none.
+  int exit_net(int node) const;
+  // The route from GPU a to GPU b on another machine that leaves a's machine by NET node `exit` and
+  // enters b's by NET node `entry` (-1: that end's exit_net, as path() takes): a -> exit within a's
+  // machine, the fabric from exit to entry, entry -> b within b's machine; type NET. This is the route
+  // of a network connection that NCCL opens on the NICs its channel search chose (a ring channel's
+  // NET/n at both ends, ncclTopoGetNetDev). kDis when a NET is not on its end's machine or the parts
+  // do not join; a and b on one machine: path(a, b), whatever the NETs.
+  const TopoPath& path_via(int a, int b, int exit, int entry) const;
 
   // Consistency check: every link's reverse is its mirror, GPUs have dev 0..n-1 on every machine, every
   // machine has the same number of GPUs, NVLink targets exist ... false with *error describing the
@@ -217,6 +229,8 @@ class Topology {
   PathCache cache_;
   TopoPath disconnected_;
   const TopoPath& remote_path(int a, int b) const;
+  // a -> ea -> fabric -> eb -> b (eb == b when b is a network switch), cached.
+  const TopoPath& compose_path(int a, int ea, int eb, int b) const;
 };
 
 // ---- sources ------------------------------------------------------------------------------------

@@ -24,8 +24,11 @@
 // (its rail) if any, else the (dev mod count)-th; a NET: itself), crosses the fabric by the fewest
 // switch hops (widest on ties), and enters the destination's machine through the destination's own
 // exit NET (or the destination itself when it is a NET). Type NET, bandwidths the bottleneck of the
-// three parts, latency their sum. These are composed on first use and cached.
+// three parts, latency their sum. These are composed on first use and cached. path_via() composes the
+// same three parts through NETs the caller names: a network connection's route, on the NICs its
+// channel's graph chose (sim/world.cc); path() is the route when nothing chose.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -50,8 +53,16 @@ struct Edge {
 }  // namespace
 
 struct Topology::PathCache::Impl {
+  struct KeyHash {
+    size_t operator()(const std::array<int, 4>& k) const {
+      uint64_t h = 1469598103934665603ULL;
+      for (int v : k) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
+      return static_cast<size_t>(h);
+    }
+  };
   std::mutex mu;
-  std::unordered_map<uint64_t, std::unique_ptr<TopoPath>> paths;
+  // (source, exit NET, entry NET or switch, destination) -> composed route
+  std::unordered_map<std::array<int, 4>, std::unique_ptr<TopoPath>, KeyHash> paths;
   // per source NET node: predecessor link of every node on the widest-shortest fabric route
   std::unordered_map<int, std::vector<int>> fabric_pred;
 };
@@ -325,17 +336,42 @@ const TopoPath& Topology::path(int a, int b) const {
 }
 
 const TopoPath& Topology::remote_path(int a, int b) const {
+  const bool to_switch = nodes[b].type == TopoNodeType::kNetSwitch;
+  return compose_path(a, exit_net_[a], to_switch ? b : exit_net_[b], b);
+}
+
+int Topology::exit_net(int node) const {
+  return node >= 0 && node < static_cast<int>(exit_net_.size()) ? exit_net_[node] : -1;
+}
+
+const TopoPath& Topology::path_via(int a, int b, int exit, int entry) const {
+  const int n = static_cast<int>(nodes.size());
+  if (a < 0 || b < 0 || a >= n || b >= n || paths_.size() != nodes.size() || paths_[a].empty()) {
+    return disconnected_;
+  }
+  if (nodes[a].machine == nodes[b].machine) return path(a, b);
+  if (exit < 0) exit = exit_net_[a];
+  if (entry < 0) entry = exit_net_[b];
+  auto is_net_of = [&](int net, int node) {
+    return net >= 0 && net < n && nodes[net].type == TopoNodeType::kNet && nodes[net].machine == nodes[node].machine;
+  };
+  if (nodes[a].type != TopoNodeType::kGpu || nodes[b].type != TopoNodeType::kGpu || !is_net_of(exit, a) ||
+      !is_net_of(entry, b)) {
+    return disconnected_;
+  }
+  return compose_path(a, exit, entry, b);
+}
+
+const TopoPath& Topology::compose_path(int a, int ea, int eb, int b) const {
   PathCache::Impl* c = cache_.get();
   std::lock_guard<std::mutex> lock(c->mu);
-  const uint64_t key = (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b);
+  const std::array<int, 4> key{a, ea, eb, b};
   auto found = c->paths.find(key);
   if (found != c->paths.end()) return *found->second;
 
   std::unique_ptr<TopoPath> p(new TopoPath);
   const int n = static_cast<int>(nodes.size());
-  const int ea = exit_net_[a];
   const bool to_switch = nodes[b].type == TopoNodeType::kNetSwitch;
-  const int eb = to_switch ? b : exit_net_[b];
   if (ea >= 0 && eb >= 0) {
     // Fabric route from ea: BFS over network switches (fewest hops, then widest), NETs as ends.
     auto fp = c->fabric_pred.find(ea);

@@ -22,6 +22,8 @@ namespace {
 class SimBackend final : public Backend {
  public:
   cclabBackend_t kind() const override { return cclabBackendSim; }
+  bool model(const std::vector<int>& devs, std::string* preset, std::string* xml, int* min_channels,
+             int* max_channels) override;
   ncclResult_t attach(ncclComm_t comm) override;
   void detach(ncclComm_t comm) override;
   void claim(ncclComm_t comm) override;
@@ -36,6 +38,20 @@ class SimBackend final : public Backend {
  private:
   ncclResult_t synchronize(cudaStream_t stream, const char* fn);
 };
+
+bool SimBackend::model(const std::vector<int>& devs, std::string* preset, std::string* xml, int* min_channels,
+                       int* max_channels) {
+  const sim::SimConfig cfg = sim::Session::model_config(devs);
+  if (!cfg.topo_xml.empty()) {
+    *xml = cfg.topo_xml;
+  } else {
+    *preset = cfg.topo.find(':') != std::string::npos || cfg.machines <= 1 ? cfg.topo
+                                                                          : cfg.topo + ":" + std::to_string(cfg.machines);
+  }
+  *min_channels = cfg.min_channels;
+  *max_channels = cfg.max_channels;
+  return true;
+}
 
 ncclResult_t SimBackend::attach(ncclComm_t comm) {
   const PeerInfo& me = comm->peers[comm->rank];
@@ -111,6 +127,16 @@ ncclResult_t SimBackend::launch(std::vector<OpDesc>& ops) {
       op.root = o->root;
       op.redop = make_redop(comm, o->op, o->type);
       op.op_count = comm->op_count++;
+      if (log_enabled(LogLevel::kInfo, kLogTuning)) {
+        // The choice the world makes (World::choose): the communicator's tuner has the world's input.
+        const bool per_rank = o->coll == CollKind::kAllGather || o->coll == CollKind::kReduceScatter;
+        const size_t bytes = o->count * type_size(o->type) * (per_rank ? static_cast<size_t>(comm->nranks) : 1);
+        const TunerChoice c = comm->tuner.choose(o->coll, bytes);
+        if (c.valid)
+          CCLAB_INFO(kLogTuning, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d} predicted %.1f us (simulated)",
+                     coll_name(o->coll), bytes, algo_name(c.algo), proto_name(c.proto),
+                     std::max(1, std::min(c.nchannels, comm->nchannels)) - 1, c.time_us);
+      }
       if (!s->enqueue_coll(comm, o->stream, op, &err))
         return report_error(ncclInvalidUsage, "%s (sim backend): %s", o->fn, err.c_str());
       on_null = on_null || o->stream == nullptr;

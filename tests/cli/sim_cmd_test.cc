@@ -470,6 +470,7 @@ SimResult fake_result(bool payload) {
     s.algo = i == 0 ? AlgoKind::kTree : AlgoKind::kRing;
     s.proto = i == 0 ? ProtoKind::kLL128 : ProtoKind::kSimple;
     s.nchannels = 16 + i;
+    s.nthreads = 512 + 32 * i;
     s.level = i == 2 ? SimLevel::kFlow : SimLevel::kStep;
     s.time_us = times[i];
     s.algbw = s.bytes / 1e3 / s.time_us;
@@ -602,8 +603,8 @@ TEST(SimReport, Csv) {
   const auto lines = lines_of(csv);
   ASSERT_EQ(lines.size(), 4u) << csv;
   EXPECT_EQ(lines[0],
-            "bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level,predicted_us,slices");
-  for (const auto& l : lines) EXPECT_EQ(split_csv(l).size(), 15u) << l;
+            "bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level,predicted_us,slices,nthreads");
+  for (const auto& l : lines) EXPECT_EQ(split_csv(l).size(), 16u) << l;
   const auto f = split_csv(lines[2]);
   EXPECT_EQ(f[0], "2097152");
   EXPECT_EQ(f[1], "524288");
@@ -620,6 +621,7 @@ TEST(SimReport, Csv) {
   EXPECT_EQ(f[12], "step");
   EXPECT_NEAR(std::stod(f[13]), 35.25 * 0.9, 1e-6);
   EXPECT_EQ(f[14], "2000");
+  EXPECT_EQ(f[15], "544");
   // Timing only: wrong is -1.
   EXPECT_EQ(split_csv(lines_of(format_sim_csv(run.config, fake_result(false)))[1])[8], "-1");
   // Compare: a variant column, one header.
@@ -629,7 +631,7 @@ TEST(SimReport, Csv) {
   EXPECT_EQ(bl[0], "variant," + lines[0]);
   EXPECT_EQ(split_csv(bl[1])[0], "A");
   EXPECT_EQ(split_csv(bl[6])[0], "B");
-  EXPECT_EQ(split_csv(bl[6]).size(), 16u);
+  EXPECT_EQ(split_csv(bl[6]).size(), 17u);
 }
 
 TEST(SimReport, Json) {
@@ -659,7 +661,7 @@ TEST(SimReport, Json) {
   ASSERT_EQ(j["rows"].size(), 3u);
   const auto& r = j["rows"][1];
   for (const char* key : {"bytes", "count", "type", "op", "root", "time_us", "algbw", "busbw", "wrong", "algo", "proto",
-                          "nchannels", "level", "predicted_us", "slices"}) {
+                          "nchannels", "nthreads", "level", "predicted_us", "slices"}) {
     EXPECT_TRUE(r.contains(key)) << key;
   }
   EXPECT_EQ(r["bytes"], 2097152);
@@ -670,6 +672,7 @@ TEST(SimReport, Json) {
   EXPECT_EQ(r["algo"], "Ring");
   EXPECT_EQ(r["proto"], "Simple");
   EXPECT_EQ(r["nchannels"], 17);
+  EXPECT_EQ(r["nthreads"], 544);
   EXPECT_EQ(r["level"], "step");
   EXPECT_EQ(r["slices"], 2000);
   ASSERT_EQ(j["links"].size(), 3u);
@@ -768,6 +771,41 @@ TEST(SimCli, PayloadIsChecked) {
   ASSERT_EQ(rows.size(), 2u) << r.out;
   for (const auto& row : rows) EXPECT_EQ(row[8], "0") << r.out;
   EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
+}
+
+// `cclab tune` and `cclab sim` describe one plan: for every size the algorithm, protocol, channels,
+// threads per channel and predicted time the tuner's table chooses are what the simulator ran (CSV), on every preset
+// family, one machine and several, with NCCL_MAX_NCHANNELS / --min-channels bounding both. (Before,
+// tune priced the searched graph's channels, 8 on dgx-h100:4, where the simulator ran NCCL's doubled
+// 16, ignored NCCL_MIN/MAX_NCHANNELS, and searched its tree graph without the ring's channel count.)
+TEST(SimCli, ChannelsAndThreadsAreTheTunersChoice) {
+  for (const char* topo : {"dgx-h100", "dgx-h100:4", "dgx-a100:2", "pcie-4gpu:2", "nvlink-pairs", "pcie-8gpu-2socket:2"}) {
+    for (const char* bound : {"", "NCCL_MAX_NCHANNELS=4", "--min-channels 40"}) {
+      SCOPED_TRACE(std::string(topo) + " " + bound);
+      const std::string env = bound[0] == 'N' ? bound : "", flag = bound[0] == '-' ? bound : "";
+      const std::string sizes = " all_reduce -b 8 -e 1G -f 8 " + flag;
+      const RunResult t = cli_test::run_command(CCLAB_CLI_PATH, std::string("tune --topo ") + topo + sizes, env,
+                                                "cclab_sim_cmd");
+      const RunResult s = cli_test::run_command(
+          CCLAB_CLI_PATH, std::string("sim --topo ") + topo + sizes + " --level flow --csv -", env, "cclab_sim_cmd");
+      ASSERT_EQ(t.status, 0) << t.err;
+      ASSERT_EQ(s.status, 0) << s.err;
+      const auto rows = table_rows(t.out);
+      const auto csv = lines_of(s.out);
+      ASSERT_EQ(rows.size(), 10u) << t.out;
+      ASSERT_EQ(csv.size(), rows.size() + 1) << s.out;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto f = split_csv(csv[i + 1]);
+        ASSERT_EQ(f.size(), 16u) << csv[i + 1];
+        EXPECT_EQ(f[0], rows[i][0]);
+        EXPECT_EQ(f[9] + "/" + f[10], rows[i][7]) << "size " << f[0];
+        EXPECT_EQ(f[11], rows[i][8]) << "channels at size " << f[0];
+        EXPECT_EQ(f[15], rows[i][9]) << "threads at size " << f[0];
+        for (int k = 1; k <= 6; ++k)  // the starred prediction is the simulator's `predicted`
+          if (rows[i][k].back() == '*') EXPECT_NEAR(std::stod(f[13]), std::stod(rows[i][k]), 0.006) << "size " << f[0];
+      }
+    }
+  }
 }
 
 TEST(SimCli, CompareNvlinkBandwidth) {

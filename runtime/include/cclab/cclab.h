@@ -144,7 +144,11 @@ typedef void (*cclabObserverFn)(const cclabStepEvent_t* event, void* userData);
 ncclResult_t cclabCommSetObserver(ncclComm_t comm, cclabObserverFn fn, void* userData);
 
 /* ---- Introspection ------------------------------------------------------------------------------ */
-/* Number of channels the communicator runs collectives on. */
+/* Number of channels the communicator runs collectives on (NCCL's comm->nChannels; NCCL_DEBUG=INFO logs
+ * them as "Channel 00/24"): a collective runs on these or, for a small size, on fewer (the tuner's
+ * choice; NCCL_DEBUG_SUBSYS=TUNING logs it per call). Under the sim backend, the channels of the
+ * simulated machine: NCCL's count for it (the fewer of the ring and tree graphs' channels, doubled)
+ * within NCCL_MIN/MAX_NCHANNELS, what the simulation runs and `cclab tune` shows. */
 ncclResult_t cclabCommChannels(ncclComm_t comm, int* nChannels);
 /* The ring order of a channel: ranks[i] is the i-th rank on the ring, starting at rank 0. */
 ncclResult_t cclabCommRing(ncclComm_t comm, int channel, int* ranks);

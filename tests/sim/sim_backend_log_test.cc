@@ -1,0 +1,84 @@
+// CCLAB_BACKEND=sim without CCLAB_TOPO: the communicator describes the machine the simulation runs
+// (dgx-h100 with enough machines for its ranks), on that machine's channels, in its INFO log and through
+// cclabCommChannels - not the host backend's virtual machine and its 2 channels. ctest runs it twice:
+// as is, and with NCCL_MAX_NCHANNELS=4 (the simulated world and the communicator both honour it).
+// NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE come from the ctest entry.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cclab/cclab.h"
+#include "nccl.h"
+
+namespace {
+
+std::string read_log() {
+  const char* path = std::getenv("NCCL_DEBUG_FILE");
+  if (path == nullptr) return "";
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// 16 ranks: two simulated DGX H100s (8 ring channels found across machines, doubled: 16).
+TEST(SimBackendLog, CommunicatorDescribesTheSimulatedMachine) {
+  ASSERT_EQ(std::getenv("CCLAB_TOPO"), nullptr) << "this test checks the sim backend's default model";
+  const char* max_env = std::getenv("NCCL_MAX_NCHANNELS");
+  const int want = max_env != nullptr ? std::min(16, std::atoi(max_env)) : 16;
+  ASSERT_EQ(cclabSetBackend(cclabBackendSim), ncclSuccess);
+  constexpr int kRanks = 16;
+  ncclComm_t comms[kRanks];
+  ASSERT_EQ(ncclCommInitAll(comms, kRanks, nullptr), ncclSuccess) << ncclGetLastError(nullptr);
+  int nch = -1;
+  ASSERT_EQ(cclabCommChannels(comms[0], &nch), ncclSuccess);
+  EXPECT_EQ(nch, want);
+
+  // An all_reduce runs and takes simulated time.
+  std::vector<std::vector<float>> buf(kRanks, std::vector<float>(1 << 16, 1.0f));
+  double t0 = -1, t1 = -1;
+  ASSERT_EQ(cclabSimTime(&t0), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < kRanks; ++r)
+    ASSERT_EQ(ncclAllReduce(buf[r].data(), buf[r].data(), buf[r].size(), ncclFloat, ncclSum, comms[r], nullptr),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(cclabSimTime(&t1), ncclSuccess);
+  EXPECT_GT(t1, t0);
+  EXPECT_EQ(buf[5][100], 16.0f);
+
+  // A communicator on machine 1's GPUs models the same machine and channels.
+  ncclComm_t sub[8];
+  const int devs[8] = {8, 9, 10, 11, 12, 13, 14, 15};
+  ASSERT_EQ(ncclCommInitAll(sub, 8, devs), ncclSuccess) << ncclGetLastError(nullptr);
+  ASSERT_EQ(cclabCommChannels(sub[0], &nch), ncclSuccess);
+  EXPECT_EQ(nch, want);
+
+  const std::string log = read_log();
+  ASSERT_FALSE(log.empty()) << "NCCL_DEBUG_FILE was not written";
+  EXPECT_TRUE(contains(log, "Topology dgx-h100: 8x H100-SXM5")) << log.substr(0, 2000);
+  EXPECT_TRUE(contains(log, "16 ranks on 2 machines")) << log.substr(0, 2000);
+  EXPECT_FALSE(contains(log, "Topology virtual")) << log.substr(0, 2000);
+  EXPECT_TRUE(contains(log, "Channel 00/" + std::to_string(want) + " :")) << log.substr(0, 4000);
+  EXPECT_TRUE(contains(log, "nChannels " + std::to_string(want) + " ")) << log.substr(0, 4000);
+  // Ring channel 0 (NET/0 GPU/0 GPU/7 ... GPU/1 NET/0) leaves machine 0 from rank 1 through NET/0.
+  EXPECT_TRUE(contains(log, "Channel 00/" + std::to_string(want) + " : 1[1] -> 8[8] via NET/0 -> NET/0 (simulated)"))
+      << log.substr(0, 4000);
+  EXPECT_TRUE(contains(log, "sim backend: 16 ranks on 8x H100-SXM5")) << log.substr(0, 4000);
+  // The call's choice, on at most the communicator's channels (NCCL_DEBUG_SUBSYS=TUNING).
+  const size_t at = log.find("AllReduce: 262144 Bytes -> Algo ");
+  ASSERT_NE(at, std::string::npos) << log.substr(0, 4000);
+  const size_t hi = log.find("channel{Lo..Hi}={0..", at);
+  ASSERT_NE(hi, std::string::npos);
+  EXPECT_LT(std::atoi(log.c_str() + hi + 20), want) << log.substr(at, 200);
+  EXPECT_TRUE(contains(log.substr(at, 200), "(simulated)")) << log.substr(at, 200);
+}
+
+}  // namespace
