@@ -60,6 +60,21 @@ if [ "${1:-}" = "--labs" ]; then
   (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
   l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png" && echo "wrote $l4/tree-channels.png $l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)
   l5="$root/labs/05-topology-channels/images" && mkdir -p "$l5" && "$cclab" sim all_reduce --topo pcie-8gpu-2socket:2 -b 64M --trace "$tmp/pcie.cctrace" --no-progress >/dev/null && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/pcie.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l5/pcie-topology.png" && echo "wrote $l5/pcie-topology.png"  # lab 5 (its README's commands)
+  # Lab 8 (its README's commands): the reference solution's plugin, then the curves and the topology view.
+  l8="$root/labs/08-your-own-algorithm/images" && mkdir -p "$l8"
+  "$cclab" lab check 08 --dir "$root/labs/solutions/08-your-own-algorithm" --work "$tmp/l8" >/dev/null ||
+    die "lab 8's solution does not pass its check"
+  (
+    export CCLAB_ALGO_PLUGIN="$tmp/l8/08-your-own-algorithm/my_allreduce.so"
+    cd "$tmp" || exit 1
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 4K -e 256M -f 4 --algo MyAllReduce --proto simple --csv MyAllReduce.csv --no-progress >/dev/null
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 4K -e 256M -f 4 --algo ring --proto simple --csv Ring-Simple.csv --no-progress >/dev/null
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 4K -e 256M -f 4 --csv cclab-choice.csv --no-progress >/dev/null
+    xvfb-run -a "$cclab" viz --curves Ring-Simple.csv --curves MyAllReduce.csv --curves cclab-choice.csv --view curves \
+      --size 1400x800 --screenshot "$l8/rhd-curves.png"
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M -e 64M --algo MyAllReduce --trace rhd.cctrace --no-progress >/dev/null
+    xvfb-run -a "$cclab" viz rhd.cctrace --view topology --at 15% --size 1400x900 --screenshot "$l8/rhd-topology.png"
+  ) && echo "wrote $l8/rhd-curves.png $l8/rhd-topology.png"
   exit 0
 fi
 

@@ -802,7 +802,9 @@ TEST(SimCli, ChannelsAndThreadsAreTheTunersChoice) {
         EXPECT_EQ(f[11], rows[i][8]) << "channels at size " << f[0];
         EXPECT_EQ(f[15], rows[i][9]) << "threads at size " << f[0];
         for (int k = 1; k <= 6; ++k)  // the starred prediction is the simulator's `predicted`
-          if (rows[i][k].back() == '*') EXPECT_NEAR(std::stod(f[13]), std::stod(rows[i][k]), 0.006) << "size " << f[0];
+          if (rows[i][k].back() == '*') {
+            EXPECT_NEAR(std::stod(f[13]), std::stod(rows[i][k]), 0.006) << "size " << f[0];
+          }
       }
     }
   }

@@ -175,7 +175,9 @@ TEST(ChannelNets, EveryConnectionBetweenMachinesTakesItsChannelsNics) {
       }
       EXPECT_GT(checked, 0);
       // crossNic 0 graphs keep every connection on one rail.
-      if (!ring.cross_nic && !tree.cross_nic) EXPECT_EQ(same_rail, checked);
+      if (!ring.cross_nic && !tree.cross_nic) {
+        EXPECT_EQ(same_rail, checked);
+      }
     }
   }
 }
