@@ -368,6 +368,27 @@ void log_message(LogLevel level, uint64_t subsys, const char* file, int line, co
   write_fd(g_fd, out);
 }
 
+void log_alert(const char* file, int line, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  const std::string msg = vformat(fmt, args);
+  va_end(args);
+  if (log_enabled(LogLevel::kWarn, kLogAll)) {
+    log_message(LogLevel::kWarn, kLogAll, file, line, "%s", msg.c_str());
+    return;
+  }
+  t_last_error = msg;
+  const char* env = getenv("NCCL_DEBUG");
+  if (env != nullptr && env[0] != '\0') return;  // the user chose a level without WARN
+  static std::atomic<int> alerts{0};
+  const int n = alerts.fetch_add(1);
+  if (n > kMaxAlerts) return;
+  std::string out = n == kMaxAlerts ? std::string("cclab: more warnings not shown (NCCL_DEBUG=WARN prints them all)\n")
+                                    : format("cclab %s WARN %s (NCCL_DEBUG=WARN prints more)\n", rank_tag().c_str(),
+                                             msg.c_str());
+  write_fd(STDERR_FILENO, out);
+}
+
 void print_version_once() {
   if (g_version_printed.exchange(true)) return;
   LogLevel level = log_level();

@@ -44,6 +44,14 @@ bool log_enabled(LogLevel level, uint64_t subsys);
 void log_message(LogLevel level, uint64_t subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+// A warning a user must see even without NCCL_DEBUG (a stuck wait): printed as a WARN whatever
+// NCCL_DEBUG_SUBSYS says when the level includes WARN; when NCCL_DEBUG is unset (NCCL would print
+// nothing), as one line on stderr, "cclab [rank] WARN ... (NCCL_DEBUG=WARN prints more)", at most
+// kMaxAlerts per process. Nothing when NCCL_DEBUG asks for less than WARN (VERSION). Stored as the
+// thread's last error like any WARN.
+constexpr int kMaxAlerts = 20;
+void log_alert(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
 // Sets the calling thread's rank shown in brackets in log lines (-1: unknown, shown as [?]).
 void set_log_rank(int rank);
 

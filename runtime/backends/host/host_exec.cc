@@ -69,8 +69,7 @@ bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Deta
   }
   if (!*warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
     *warned = true;
-    log_message(LogLevel::kWarn, kLogColl, __FILE__, __LINE__, "%s for %.0f s (%s)", describe_wait(site).c_str(),
-                waited / 1e6, detail().c_str());
+    log_alert(__FILE__, __LINE__, "%s for %.0f s (%s)", describe_wait(site).c_str(), waited / 1e6, detail().c_str());
   }
   return true;
 }
