@@ -34,6 +34,9 @@ void configure_engine(s4u::Engine& engine) {
   const char* log = std::getenv("CCLAB_SIM_LOG");
   if (log == nullptr || *log == '\0') {
     xbt_log_control_set("root.thresh:critical");
+    // SimGrid's "Oops! Deadlock detected ... the user code is not perfectly clean" (CRITICAL): cclab
+    // reports a deadlock itself, naming the stuck waits and what the ranks did wrong (session.cc).
+    xbt_log_control_set("ker_engine.app:file:/dev/null");
   } else if (std::strcmp(log, "1") != 0) {
     xbt_log_control_set(log);
   }

@@ -374,7 +374,7 @@ struct Session::Impl : World::BlockHooks {
   void fail_deadlocked(bool timed_out) {  // under mu
     std::string stuck;
     for (const auto& kv : worlds) stuck += kv.second->describe_stuck();
-    std::string msg = "the simulated ranks deadlocked: every thread that drives a communicator waits";
+    std::string msg = std::string(kDeadlockMessage) + ": every thread that drives a communicator waits";
     msg += timed_out ? " (or has been inside an init/split/destroy call for " +
                            std::to_string(static_cast<int>(stall_timeout_s)) + " s)"
                      : " in a synchronisation";

@@ -35,6 +35,10 @@
 namespace cclab {
 namespace sim {
 
+// How a synchronisation's error starts when the simulated ranks deadlocked (the program's misuse: the sim
+// backend returns ncclInvalidUsage for it).
+constexpr const char* kDeadlockMessage = "the simulated ranks deadlocked";
+
 class Session {
  public:
   // The process's session (created on first use: CCLAB_TOPO / NCCL_TOPO_FILE, else dgx-h100 with enough

@@ -483,12 +483,15 @@ std::string World::describe_failure(const SimExec& ex) const {
   char buf[512];
   switch (ex.failure()) {
     case SimFailure::kSizeMismatch:
-      snprintf(buf, sizeof buf, "rank %d channel %d expected %zu bytes from rank %d at step %llu but received %d",
+      snprintf(buf, sizeof buf,
+               "rank %d channel %d expected %zu bytes from rank %d at step %llu but received %d: do all ranks call the "
+               "operation with the same count and datatype?",
                s.rank, s.channel, ex.mismatch_expected(), s.peer, static_cast<unsigned long long>(s.step),
                ex.mismatch_got());
       return buf;
     case SimFailure::kFlagMissing:
-      return "a line flag was not set after its step's doorbell: " + describe_wait(s);
+      return "a line flag was not set after its step's doorbell (do all ranks call the same collective with the same "
+             "count and datatype?): " + describe_wait(s);
     case SimFailure::kAborted:
       return "aborted while " + describe_wait(s);
     case SimFailure::kNone:

@@ -19,6 +19,16 @@
 namespace cclab {
 namespace {
 
+// What a failed synchronisation returns: the program's misuse - ranks that deadlocked (a rank that never
+// called a collective, or called another), or disagreed on a collective's count or datatype (a slice of
+// the wrong size, a line flag missing) - is ncclInvalidUsage, as NCCL reports misuse; anything else is
+// cclab's own failure (ncclInternalError).
+ncclResult_t sync_error_code(const std::string& err) {
+  for (const char* misuse : {sim::kDeadlockMessage, "bytes from rank", "a line flag was not set"})
+    if (err.find(misuse) != std::string::npos) return ncclInvalidUsage;
+  return ncclInternalError;
+}
+
 class SimBackend final : public Backend {
  public:
   cclabBackend_t kind() const override { return cclabBackendSim; }
@@ -150,7 +160,7 @@ ncclResult_t SimBackend::launch(std::vector<OpDesc>& ops) {
   }
   if (blocking.empty()) return ncclSuccess;
   if (!s->synchronize_default(blocking, &err))
-    return report_error(ncclInternalError, "%s (sim backend): %s", ops.front().fn, err.c_str());
+    return report_error(sync_error_code(err), "%s (sim backend): %s", ops.front().fn, err.c_str());
   return ncclSuccess;
 }
 
@@ -158,7 +168,7 @@ ncclResult_t SimBackend::synchronize(cudaStream_t stream, const char* fn) {
   sim::Session* s = sim::Session::current();
   if (s == nullptr) return ncclSuccess;  // no simulated communicator in this process
   std::string err;
-  if (!s->synchronize(stream, &err)) return report_error(ncclInternalError, "%s (sim backend): %s", fn, err.c_str());
+  if (!s->synchronize(stream, &err)) return report_error(sync_error_code(err), "%s (sim backend): %s", fn, err.c_str());
   return ncclSuccess;
 }
 
