@@ -460,29 +460,11 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
     c->hint = "write the line `" + key + " = YOUR ANSWER` in " + shown_path(answers_path) +
               " (the lab's README.md, \"Questions\")";
   };
-  // A number answer, exact or within a relative tolerance.
+  // A number answer, exact or within a relative tolerance (lab_cmd.h, check_answer).
   auto number_check = [&](const std::string& key, const std::string& what, bool have_want, double want,
                           double tolerance, const std::string& fail_why, const std::string& hint, double seconds) {
-    CheckResult c;
-    c.name = "answer " + key;
+    CheckResult c = check_answer(answers, answers_path, key, what, have_want, want, tolerance, fail_why, hint);
     c.seconds = seconds;
-    double v = 0;
-    std::string why;
-    if (!answer_number(answers, key, &v, &why)) {
-      missing(&c, key, what, why);
-    } else if (!have_want) {
-      c.detail = what + ": " + fail_why;
-      c.hint = "this is not your answer's fault: check the cclab build";
-    } else if (std::fabs(v - want) <= tolerance * std::fabs(want)) {
-      c.passed = true;
-      c.detail = what + ": " + answers.values.at(key) + " is right" +
-                 (tolerance > 0 ? " (within " + format_double(tolerance * 100, 0) + "%)" : "");
-    } else {
-      c.detail = what + ": " + answers.values.at(key) +
-                 (tolerance > 0 ? " is not within " + format_double(tolerance * 100, 0) + "% of the grader's value"
-                                : " is not right");
-      c.hint = hint;
-    }
     add(c);
   };
   // A size answer (bytes, or with K/M/G), right within one step of the x2 sweep.
