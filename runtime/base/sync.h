@@ -9,6 +9,10 @@
 
 namespace cclab {
 
+// A counter whose value has this bit was poisoned (core/comm.h, poison_connections): the rank at the other
+// end failed in the collective and stopped; a wait on it ends with that failure instead of waiting on.
+constexpr uint64_t kCounterPoison = uint64_t{1} << 62;
+
 // Acquire load / release store of a counter value shared with another thread or process.
 inline uint64_t counter_load(const ConnCounter* c) { return __atomic_load_n(&c->value, __ATOMIC_ACQUIRE); }
 

@@ -1,6 +1,8 @@
 // Communicator life cycle: init (rank, config, all, split), finalize, destroy, abort, queries.
 #include "core/comm.h"
 
+#include "base/sync.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -565,6 +567,23 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
   }
   if (done.load() < nchannels) done.store(nchannels, std::memory_order_release);
   return ncclSuccess;
+}
+
+void poison_connections(ncclComm_t comm) {
+  auto poison = [](Conn& c, bool send) {
+    if (!c.connected || c.kind == TransportKind::kNet || c.info.hdr == nullptr || c.cuda_mem) return;
+    ConnCounter* k = send ? &c.info.hdr->tail : &c.info.hdr->head;
+    counter_post(k, counter_load(k) | kCounterPoison);
+  };
+  std::lock_guard<std::mutex> lk(comm->connect_mu);
+  for (Channel& ch : comm->channels)
+    for (auto& kv : ch.peers)
+      for (int q = 0; q < kNumProtocols; ++q) {
+        poison(kv.second.send[q], true);
+        poison(kv.second.recv[q], false);
+      }
+  for (auto& kv : comm->p2p_send) poison(kv.second, true);
+  for (auto& kv : comm->p2p_recv) poison(kv.second, false);
 }
 
 ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {

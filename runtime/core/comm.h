@@ -194,6 +194,13 @@ ncclResult_t abort_cause(ncclComm_t comm, ncclResult_t code, std::string* msg);
 // collective).
 ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels);
 
+// This rank failed in an operation and stops: poisons (base/sync.h, kCounterPoison) the counters its
+// peers wait on in every connection in host memory (P2P, SHM) - the tail of each send FIFO, the head of
+// each receive FIFO - so that they stop too, at once, naming this rank, instead of waiting forever. NET
+// connections are left alone (their proxies report a peer that stops). The communicator's connections
+// stay poisoned: it must be aborted or destroyed.
+void poison_connections(ncclComm_t comm);
+
 // Connects point-to-point connections with `peer` if not done yet (both directions lazily).
 ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out);
 ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out);

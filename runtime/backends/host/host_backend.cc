@@ -81,8 +81,11 @@ void HostBackend::detach(ncclComm_t comm) {
 }
 
 ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what) {
+  // This rank stops: its peers must not wait for it (they fail at once, naming it).
+  poison_connections(comm);
   ncclResult_t code = ex.failure() == WaitFailure::kAborted     ? ncclInternalError
                       : ex.failure() == WaitFailure::kTimedOut  ? ncclSystemError
+                      : ex.failure() == WaitFailure::kPeerFailed ? ncclRemoteError
                                                                 : ncclInvalidUsage;
   std::string msg = std::string(what) + ": " + ex.failure_message();
   // Not the user's abort but a broken connection (a NET proxy raised the flag): say what broke.
@@ -94,6 +97,7 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
 // A custom algorithm's schedule made a call the runtime cannot run (kernels/custom.h): its ranks' peers
 // are left waiting for it, so the communicator is aborted (their waits end) and keeps the error.
 ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why) {
+  poison_connections(comm);
   const std::string msg = std::string(op.fn) + " (algorithm " + comm->custom_algo->name + "): " + why;
   set_async_error(comm, ncclInvalidUsage, msg);
   return report_error(ncclInvalidUsage, "%s", msg.c_str());

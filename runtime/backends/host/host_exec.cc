@@ -22,6 +22,12 @@ std::string HostExec::failure_message() const {
     case WaitFailure::kTimedOut:
       snprintf(buf, sizeof buf, "timed out after CCLAB_TIMEOUT=%.0f s: ", cfg_.timeout_us / 1e6);
       return buf + describe_wait(s);
+    case WaitFailure::kPeerFailed:
+      snprintf(buf, sizeof buf,
+               "rank %d channel %d: rank %d failed in this operation and stopped it (its own error says why: a count or "
+               "datatype mismatch, a time-out, an abort) while this rank was ",
+               s.rank, s.channel, s.peer);
+      return buf + describe_wait(s);
     case WaitFailure::kSizeMismatch:
       snprintf(buf, sizeof buf,
                "rank %d channel %d expected %zu bytes from rank %d at step %llu but received %d: do all ranks call "
@@ -74,6 +80,17 @@ bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Deta
   return true;
 }
 
+// 1: the counter reached target; -1: it was poisoned (the failure recorded); 0: not yet.
+int HostExec::reached(const ConnCounter* c, uint64_t target, const WaitSite& site) {
+  const uint64_t v = counter_load(c);
+  if ((v & kCounterPoison) != 0) {
+    failure_ = WaitFailure::kPeerFailed;
+    failed_site_ = site;
+    return -1;
+  }
+  return v >= target ? 1 : 0;
+}
+
 bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) {
   const double start = cclab::now_us();
   // Phase 1: spin for spin_us (the default while every rank of the host has a core of its own),
@@ -81,7 +98,7 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
   // there (a wake-up too places the wakee beside its waker), and a peer sharing this core then runs at
   // the yield instead of after the spin.
   for (int i = 1; cfg_.spin_us > 0; ++i) {
-    if (counter_load(c) >= target) return true;
+    if (const int d = reached(c, target, site)) return d > 0;
     if (i % kSpinPolls == 0) {
       if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
       if (cclab::now_us() - start > cfg_.spin_us) break;
@@ -94,14 +111,14 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
   // we wait for is usually runnable on this very core, and a yield lets it run at once, where a
   // futex sleep would add a wake-up (tens of microseconds) per FIFO step.
   while (cclab::now_us() - start < cfg_.spin_us + cfg_.yield_us) {
-    if (counter_load(c) >= target) return true;
+    if (const int d = reached(c, target, site)) return d > 0;
     if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_relaxed)) break;
     sched_yield();
   }
   // Phase 3: sleep on the counter's futex, waking at least every 10 ms to check abort and time.
   bool warned = false;
   for (;;) {
-    if (counter_load(c) >= target) return true;
+    if (const int d = reached(c, target, site)) return d > 0;
     if (!check_wait(start, site, &warned, [&] {
           return "counter at " + std::to_string(static_cast<unsigned long long>(counter_load(c)));
         }))

@@ -34,7 +34,8 @@ inline void cpu_relax() {
 constexpr int kSpinPolls = 64;
 
 // Why a wait ended without its condition.
-enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3 };
+// kPeerFailed: the counter was poisoned - the peer failed in this collective and stopped it.
+enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3, kPeerFailed = 4 };
 
 struct HostExecConfig {
   const std::atomic<int>* abort_flag = nullptr;  // communicator's abort flag
@@ -53,7 +54,8 @@ class HostExec {
   explicit HostExec(const HostExecConfig& cfg) : cfg_(cfg) {}
 
   bool wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& site) {
-    if (counter_load(c) >= target) return true;
+    const uint64_t v = counter_load(c);
+    if (v >= target && (v & kCounterPoison) == 0) return true;
     return wait_slow(const_cast<ConnCounter*>(c), target, site);
   }
   void post(ConnCounter* c, uint64_t value) { counter_post(c, value); }
@@ -129,6 +131,7 @@ class HostExec {
 
  private:
   bool wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site);
+  int reached(const ConnCounter* c, uint64_t target, const WaitSite& site);
   // One round of wait_flag's back-off after `iter` failed polls since `start`; false (failure recorded)
   // once aborted or timed out.
   bool poll_backoff(uint64_t iter, double start, const WaitSite& site);
