@@ -43,7 +43,8 @@ struct Gl {
     if (!have_display()) {
       *error =
           "no display (DISPLAY is not set): run cclab viz on a desktop, or headless under a virtual X server, "
-          "e.g. xvfb-run -a cclab viz TRACE --screenshot out.png";
+          "e.g. xvfb-run -a cclab viz TRACE --screenshot out.png (a lab's run: xvfb-run -a cclab lab viz NN "
+          "--screenshot out.png)";
       return false;
     }
     glfwSetErrorCallback(glfw_error);
