@@ -60,6 +60,14 @@ if [ "${1:-}" = "--labs" ]; then
   (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
   l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png" && echo "wrote $l4/tree-channels.png $l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)
   l5="$root/labs/05-topology-channels/images" && mkdir -p "$l5" && "$cclab" sim all_reduce --topo pcie-8gpu-2socket:2 -b 64M --trace "$tmp/pcie.cctrace" --no-progress >/dev/null && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/pcie.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l5/pcie-topology.png" && echo "wrote $l5/pcie-topology.png"  # lab 5 (its README's commands)
+  # Lab 6 (its README's commands): rail-aligned rings on 4 DGX H100s with 4 NICs at 2:1 (the spine idle), and lab 5's
+  # server on 4 machines at 2:1 (its rings change rails: the spine full).
+  l6="$root/labs/06-across-nodes/images" && mkdir -p "$l6" &&
+    "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M --nics-per-node 4 --oversubscription 2 --trace "$tmp/rails.cctrace" --no-progress >/dev/null &&
+    xvfb-run -a "$cclab" viz "$tmp/rails.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l6/rails-topology.png" &&
+    "$cclab" sim all_reduce --topo pcie-8gpu-2socket:4 -b 64M --oversubscription 2 --trace "$tmp/crossnic.cctrace" --no-progress >/dev/null &&
+    xvfb-run -a "$cclab" viz "$tmp/crossnic.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l6/crossnic-topology.png" &&
+    echo "wrote $l6/rails-topology.png $l6/crossnic-topology.png"
   # Lab 8 (its README's commands): the reference solution's plugin, then the curves and the topology view.
   l8="$root/labs/08-your-own-algorithm/images" && mkdir -p "$l8"
   "$cclab" lab check 08 --dir "$root/labs/solutions/08-your-own-algorithm" --work "$tmp/l8" >/dev/null ||

@@ -263,6 +263,62 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   return r;
 }
 
+std::string self_exe() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("cclab") : p.string();
+}
+
+std::string cclab_command_line(const std::vector<std::string>& args) {
+  std::string s = "cclab";
+  for (const std::string& a : args) s += " " + (a.find(' ') != std::string::npos ? "\"" + a + "\"" : a);
+  return s;
+}
+
+std::string output_tail(const std::string& out, size_t lines) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty() && l.find("[ker_engine/CRITICAL]") == std::string::npos) v.push_back(l);  // SimGrid's own
+  std::string s;
+  for (size_t i = v.size() > lines ? v.size() - lines : 0; i < v.size(); ++i) s += (s.empty() ? "" : "\n") + v[i];
+  return s;
+}
+
+std::string describe_command(const CommandResult& r, double timeout_s) {
+  if (!r.started) return "could not start cclab";
+  if (r.timed_out) return "did not finish within " + format_double(timeout_s, 0) + " s";
+  if (r.signal != 0) return "crashed with signal " + std::to_string(r.signal);
+  return "exited with status " + std::to_string(r.exit_code);
+}
+
+bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows) {
+  std::istringstream in(out);
+  bool header = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("bytes,count,", 0) == 0) {
+      header = true;
+      continue;
+    }
+    if (!header || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    if (f.size() < 13) continue;  // bytes,count,type,op,root,time_us,algbw,busbw,wrong,algo,proto,nchannels,level
+    SimRow r;
+    r.bytes = std::atof(f[0].c_str());
+    r.time_us = std::atof(f[5].c_str());
+    r.busbw = std::atof(f[7].c_str());
+    r.wrong = std::atoll(f[8].c_str());
+    r.algo = f[9];
+    r.proto = f[10];
+    r.nchannels = std::atoi(f[11].c_str());
+    r.level = f[12];
+    rows->push_back(r);
+  }
+  return header && !rows->empty();
+}
+
 ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double timeout_s, const std::string& log_path,
                           const std::map<std::string, std::string>& env,
                           const std::vector<std::string>& env_unset_prefixes) {

@@ -82,6 +82,26 @@ struct CommandResult {
 };
 CommandResult run_command(const std::vector<std::string>& argv, double timeout_s);
 
+// ---- Helpers of the labs whose checks run cclab itself as a subprocess (labs 6 and 8) ---------------
+
+// This cclab executable (/proc/self/exe), to run `cclab sim` and `cclab perf` from a check.
+std::string self_exe();
+// "cclab ARGS..." as a student would type it (arguments with blanks quoted).
+std::string cclab_command_line(const std::vector<std::string>& args);
+// The last `lines` non-empty lines of a command's output (SimGrid's own CRITICAL lines left out).
+std::string output_tail(const std::string& out, size_t lines);
+// "could not start cclab", "did not finish within 60 s", "crashed with signal 11", "exited with status 3".
+std::string describe_command(const CommandResult& r, double timeout_s);
+// One row of `cclab sim ... --csv -`.
+struct SimRow {
+  double bytes = 0, time_us = 0, busbw = 0;
+  long long wrong = -1;
+  std::string algo, proto, level;
+  int nchannels = 0;
+};
+// The rows of `cclab sim --csv -` output (lines before its header are ignored); false when it has none.
+bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows);
+
 // Compiles the student's C sources into a shared object `so_path` (cc -shared -fPIC -Wall, with
 // runtime/include, the lab folder and the student folder on the include path). The result's detail
 // holds the compiler's messages (warnings included); a missing file fails with what to do.

@@ -40,12 +40,6 @@ constexpr double kBandwidthTarget = 0.75;         // at least this times Ring/Si
 constexpr double kTolerance = 0.05;
 constexpr const char* kSweep[] = {"-b", "4K", "-e", "256M", "-f", "4"};
 
-std::string self_exe() {
-  std::error_code ec;
-  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("cclab") : p.string();
-}
-
 // Where kernels/custom.h is: the source tree (runtime/include/../..) or an installed include/cclab.
 std::string kernels_include(const LabEnv& env) {
   const fs::path src = fs::path(env.include_dir).parent_path().parent_path();
@@ -98,23 +92,6 @@ CommandResult run_cclab(const LabEnv& env, const std::vector<std::string>& args,
   return run_command(argv, timeout_s);
 }
 
-std::string joined(const std::vector<std::string>& args) {
-  std::string s = "cclab";
-  for (const std::string& a : args) s += " " + (a.find(' ') != std::string::npos ? "\"" + a + "\"" : a);
-  return s;
-}
-
-// The last lines of a command's output (a failing run's story).
-std::string tail(const std::string& out, size_t lines) {
-  std::vector<std::string> v;
-  std::istringstream in(out);
-  for (std::string l; std::getline(in, l);)
-    if (!l.empty() && l.find("[ker_engine/CRITICAL]") == std::string::npos) v.push_back(l);  // SimGrid's own
-  std::string s;
-  for (size_t i = v.size() > lines ? v.size() - lines : 0; i < v.size(); ++i) s += (s.empty() ? "" : "\n") + v[i];
-  return s;
-}
-
 // The hint for a run that failed in a way the student's code explains ("" when none of these).
 std::string failure_hint(const CommandResult& r) {
   const std::string& o = r.output;
@@ -128,44 +105,12 @@ std::string failure_hint(const CommandResult& r) {
   return "";
 }
 
-std::string describe_command(const CommandResult& r, double timeout_s) {
-  if (!r.started) return "could not start cclab";
-  if (r.timed_out) return "did not finish within " + format_double(timeout_s, 0) + " s (a hang? see the stuck waits)";
-  if (r.signal != 0) return "crashed with signal " + std::to_string(r.signal);
-  return "exited with status " + std::to_string(r.exit_code);
+// A run's end; a time-out here is most likely ranks waiting for each other.
+std::string describe_run(const CommandResult& r, double timeout_s) {
+  return describe_command(r, timeout_s) + (r.timed_out ? " (a hang? see the stuck waits)" : "");
 }
 
 // ---- cclab sim --csv -----------------------------------------------------------------------------------
-
-struct SimRow {
-  double bytes = 0, time_us = 0, busbw = 0;
-  long long wrong = -1;
-  std::string algo;
-};
-
-bool parse_csv(const std::string& out, std::vector<SimRow>* rows) {
-  std::istringstream in(out);
-  bool header = false;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("bytes,count,", 0) == 0) {
-      header = true;
-      continue;
-    }
-    if (!header || line.empty() || !std::isdigit(static_cast<unsigned char>(line[0]))) continue;
-    std::vector<std::string> f;
-    std::stringstream ss(line);
-    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
-    if (f.size() < 12) continue;
-    SimRow r;
-    r.bytes = std::atof(f[0].c_str());
-    r.time_us = std::atof(f[5].c_str());
-    r.busbw = std::atof(f[7].c_str());
-    r.wrong = std::atoll(f[8].c_str());
-    r.algo = f[9];
-    rows->push_back(r);
-  }
-  return header && !rows->empty();
-}
 
 // A simulation's rows, or false with *error (what ran, how it ended, its last lines).
 bool sim_rows(const LabEnv& env, std::vector<std::string> args, double timeout_s, std::vector<SimRow>* rows,
@@ -173,9 +118,9 @@ bool sim_rows(const LabEnv& env, std::vector<std::string> args, double timeout_s
   args.insert(args.begin(), {"sim", "all_reduce"});
   args.insert(args.end(), {"--csv", "-"});
   const CommandResult r = run_cclab(env, args, timeout_s);
-  if (!r.started || r.timed_out || r.exit_code != 0 || !parse_csv(r.output, rows)) {
+  if (!r.started || r.timed_out || r.exit_code != 0 || !parse_sim_csv(r.output, rows)) {
     args.resize(args.size() - 2);
-    *error = joined(args) + ": " + describe_command(r, timeout_s) + "\n" + tail(r.output, 6);
+    *error = cclab_command_line(args) + ": " + describe_run(r, timeout_s) + "\n" + output_tail(r.output, 6);
     if (hint) *hint = failure_hint(r);
     return false;
   }
@@ -275,14 +220,14 @@ std::vector<CheckResult> check_lab08(const LabEnv& env, const std::function<void
     const bool exact = r.output.find("Out of bounds values : 0 OK") != std::string::npos;
     if (r.started && !r.timed_out && r.exit_code == 0 && exact) {
       c.passed = true;
-      c.detail = "every element right (" + joined(args) + ")";
+      c.detail = "every element right (" + cclab_command_line(args) + ")";
     } else {
       host_ok = false;
-      c.detail = joined(args) + ": " + describe_command(r, limit) + "\n" + tail(r.output, 6);
+      c.detail = cclab_command_line(args) + ": " + describe_run(r, limit) + "\n" + output_tail(r.output, 6);
       c.hint = failure_hint(r);
       if (c.hint.empty())
         c.hint = "run it alone and look at the wrong elements: CCLAB_ALGO_PLUGIN=" + shown_path(plugin_path(env)) +
-                 " NCCL_ALGO=MyAllReduce " + joined(args) + (h.ranks & (h.ranks - 1) ? " (not a power of two: TODO 4)" : "");
+                 " NCCL_ALGO=MyAllReduce " + cclab_command_line(args) + (h.ranks & (h.ranks - 1) ? " (not a power of two: TODO 4)" : "");
     }
     add(c);
   }
@@ -504,12 +449,12 @@ int run_lab08(const LabEnv& env, const std::vector<std::string>& args) {
       const std::vector<std::string> t{"sim", "all_reduce", "--topo", topo, "-b", max_b.empty() ? "1M" : max_b, "-e",
                                        max_b.empty() ? "1M" : max_b, "--algo", kAlgo, "--trace", trace};
       const CommandResult r = run_cclab(env, t, 600);
-      std::printf("# trace of %s: %s (%s)\n", joined(t).c_str(), trace.c_str(),
-                  r.exit_code == 0 ? "cclab viz it" : describe_command(r, 600).c_str());
+      std::printf("# trace of %s: %s (%s)\n", cclab_command_line(t).c_str(), trace.c_str(),
+                  r.exit_code == 0 ? "cclab viz it" : describe_run(r, 600).c_str());
     }
   }
   std::printf("# CCLAB_ALGO_PLUGIN=%s NCCL_ALGO=%s %s\n", shown_path(plugin_path(env)).c_str(), kAlgo,
-              joined(cmd).c_str());
+              cclab_command_line(cmd).c_str());
   std::fflush(stdout);
   std::vector<std::string> argv{self_exe()};
   argv.insert(argv.end(), cmd.begin(), cmd.end());
