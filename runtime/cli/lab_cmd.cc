@@ -216,6 +216,35 @@ double check_limit(const LabEnv& env, double own) { return env.timeout_s > 0 ? e
 
 const std::vector<std::string> kGraderEnvPrefixes{"NCCL_", "CCLAB_"};
 
+double wall_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool mentions_wait(const std::string& e) {
+  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
+         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos ||
+         e.find("never created") != std::string::npos;
+}
+
+bool hung(const ChildOutcome& o) {
+  if (o.status == ChildOutcome::kTimedOut) return true;
+  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
+  for (const auto& c : o.result["cases"])
+    for (const auto& r : c["ranks"])
+      if (mentions_wait(r.value("error", std::string()))) return true;
+  return false;
+}
+
+double run_time_us(const nlohmann::json& result) {
+  if (!result.contains("cases") || result["cases"].empty()) return 0;
+  double t0 = 1e300, t1 = 0;
+  for (const auto& r : result["cases"][0]["ranks"]) {
+    t0 = std::min(t0, r.value("t0", 0.0));
+    t1 = std::max(t1, r.value("t1", 0.0));
+  }
+  return t1 > t0 ? t1 - t0 : 0;
+}
+
 std::map<std::string, std::string> host_child_env(double timeout_s) {
   const double wait_s = std::max(1.0, std::floor(timeout_s / 2));
   return {{"CCLAB_BACKEND", "host"}, {"CCLAB_TIMEOUT", format_double(wait_s, 0)}};

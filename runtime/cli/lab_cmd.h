@@ -147,6 +147,17 @@ extern const std::vector<std::string> kGraderEnvPrefixes;
 // check's time limit timeout_s.
 std::map<std::string, std::string> host_child_env(double timeout_s);
 
+// Wall-clock microseconds (steady clock): the host backend's time around a call.
+double wall_us();
+// Whether a runtime error says a wait gave up or deadlocked (CCLAB_TIMEOUT, a stuck or never-created peer,
+// the simulator's deadlock report).
+bool mentions_wait(const std::string& e);
+// Whether a child that ran cases ({"cases": [{"ranks": [{"error": ...}...]}...]}) waited for something that
+// never came: killed at its limit, or a rank's error that mentions_wait().
+bool hung(const ChildOutcome& o);
+// The time of such a child's first case: the last rank's t1 - the first rank's t0 (0 when none).
+double run_time_us(const nlohmann::json& result);
+
 std::string format_double(double v, int precision);
 // path relative to the current folder when it is below it (what a student typed), else absolute.
 std::string shown_path(const std::string& path);

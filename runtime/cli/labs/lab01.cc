@@ -153,10 +153,6 @@ RankCheck check_rank(int n, int r, const Case& k, const std::vector<float>& send
   return c;
 }
 
-double wall_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Runs the cases on n ranks (a thread each) with fn, or ncclAllReduce when fn is null, on the backend
 // the environment selects. Stops after a case where a rank's call failed (the others may be stuck).
 // Returns {"cases": [{count, in_place, ranks: [RankCheck...]}...], "backend": name} or {"internal_error"}.
@@ -340,11 +336,6 @@ const char* kHangHint =
     "and its ncclRecv are not in one ncclGroupStart/ncclGroupEnd: every rank must send and receive the "
     "same number of elements in the same step";
 
-bool mentions_wait(const std::string& e) {
-  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
-         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos;
-}
-
 // The hint for a run whose cases did not all pass (n ranks).
 std::string hint_for(const nlohmann::json& cases, int n) {
   bool error = false, wait = false, send_changed = false, overflow = false, all_own = true, any_bad = false;
@@ -413,17 +404,6 @@ std::string hint_for(const nlohmann::json& cases, int n) {
          "receive chunk (r - s - 1) mod n in the reduce-scatter, (r + 1 - s) mod n and (r - s) mod n in the "
          "all-gather. In C, (r - s) % n is negative when r < s: write (r - s + n) % n. And wait for the stream "
          "(cclabStreamSynchronize) before you add what a ncclRecv wrote: it arrives later than the call returns";
-}
-
-// Whether the child's code waited for something that never came (killed at its limit, or a wait that
-// gave up or deadlocked).
-bool hung(const ChildOutcome& o) {
-  if (o.status == ChildOutcome::kTimedOut) return true;
-  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
-  for (const auto& c : o.result["cases"])
-    for (const auto& r : c["ranks"])
-      if (mentions_wait(r.value("error", std::string()))) return true;
-  return false;
 }
 
 // The command that runs one case alone ("" for the simulator's, whose environment it also needs).
@@ -502,17 +482,6 @@ void judge_run(const LabEnv& env, const ChildOutcome& o, int n, bool sim, CheckR
       break;
     }
   c->hint = hint_for(cases, n);
-}
-
-// The simulated time of a run of one case: the last rank's end - the first rank's begin.
-double run_time_us(const nlohmann::json& result) {
-  if (!result.contains("cases") || result["cases"].empty()) return 0;
-  double t0 = 1e300, t1 = 0;
-  for (const auto& r : result["cases"][0]["ranks"]) {
-    t0 = std::min(t0, r.value("t0", 0.0));
-    t1 = std::max(t1, r.value("t1", 0.0));
-  }
-  return t1 > t0 ? t1 - t0 : 0;
 }
 
 std::vector<Case> host_cases(int n) {

@@ -172,10 +172,6 @@ RankCheck check_rank(int r, const Case& k, const std::vector<float>& send, const
   return c;
 }
 
-double wall_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Runs the cases on n ranks (a thread each) with fn, or ncclBroadcast when fn is null, on the backend the
 // environment selects. Between two calls the ranks meet (a thread barrier on the host; cclab's all_reduce
 // of one float in the simulator, so that the calls' simulated times do not overlap). Stops after a case
@@ -363,12 +359,6 @@ const char* kHangHint =
     "count. In every slot, what a rank sends (piece t - d, where d is its distance from the root) must be "
     "what the next rank receives in that slot (piece t - (d+1) + 1: the same piece, the same length)";
 
-bool mentions_wait(const std::string& e) {
-  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
-         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos ||
-         e.find("never created") != std::string::npos;
-}
-
 // The hint for a run whose cases did not all pass.
 std::string hint_for(const nlohmann::json& cases) {
   bool any_bad = false, wait = false, error = false, send_changed = false, overflow = false;
@@ -430,16 +420,6 @@ std::string hint_for(const nlohmann::json& cases) {
          "up to the next piece's start; in slot t the rank at distance d from the root sends piece t - d and "
          "receives piece t - d + 1. Wait for the stream (cclabStreamSynchronize) before you send on what a "
          "ncclRecv wrote";
-}
-
-// Whether the child's code waited for something that never came.
-bool hung(const ChildOutcome& o) {
-  if (o.status == ChildOutcome::kTimedOut) return true;
-  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
-  for (const auto& c : o.result["cases"])
-    for (const auto& r : c["ranks"])
-      if (mentions_wait(r.value("error", std::string()))) return true;
-  return false;
 }
 
 // The command that runs one case alone.
