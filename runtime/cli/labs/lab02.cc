@@ -964,18 +964,8 @@ int run_lab02(const LabEnv& env, const std::vector<std::string>& args) {
   std::map<std::string, std::string> vars;
   if (!std::getenv("CCLAB_TIMEOUT")) vars["CCLAB_TIMEOUT"] = format_double(std::max(1.0, std::floor(t / 2)), 0);
   const ChildOutcome o = run_in_child([&] { return run_student(so, n, cases, nccl, false); }, t, "", vars);
-  if (o.status != ChildOutcome::kOk) {
-    std::printf("it %s\n", describe_outcome(o).c_str());
-    if (o.status == ChildOutcome::kTimedOut) std::printf("hint: %s\n", kHangHint);
-    return kLabExitFailed;
-  }
+  if (!print_run_failure(o, kHangHint)) return kLabExitFailed;
   const nlohmann::json& j = o.result;
-  if (j.contains("load_error") || j.contains("internal_error")) {
-    std::printf("%s\n", j.contains("load_error") ? j.value("load_error", std::string()).c_str()
-                                                 : j.value("internal_error", std::string()).c_str());
-    return kLabExitFailed;
-  }
-  if (j["cases"].empty()) return kLabExitFailed;
   const bool simulated = sim || j.value("backend", std::string()) == "sim";
   int wrong_calls = 0;
   if (sweep) {
@@ -1003,12 +993,7 @@ int run_lab02(const LabEnv& env, const std::vector<std::string>& args) {
                   ok ? ("all " + std::to_string(count) + " elements right").c_str() : describe_rank(rc, count).c_str());
     }
     const double us = case_time_us(j, 0);
-    if (simulated) {
-      std::printf("simulated time: %.3f us (first rank's call to the last rank's return)\n", us);
-    } else {
-      std::printf("time: %s of wall-clock time (the host backend: CPU threads, not a measure of a GPU)\n",
-                  us >= 1e6 ? (format_double(us / 1e6, 2) + " s").c_str() : (format_double(us, 1) + " us").c_str());
-    }
+    print_run_time(us, simulated);
   }
   if (wrong_calls > 0) std::printf("hint: %s\n", hint_for(j["cases"]).c_str());
   return wrong_calls == 0 ? kLabExitOk : kLabExitFailed;
