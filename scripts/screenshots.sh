@@ -83,6 +83,20 @@ if [ "${1:-}" = "--labs" ]; then
     "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M -e 64M --algo MyAllReduce --trace rhd.cctrace --no-progress >/dev/null
     xvfb-run -a "$cclab" viz rhd.cctrace --view topology --at 15% --size 1400x900 --screenshot "$l8/rhd-topology.png"
   ) && echo "wrote $l8/rhd-curves.png $l8/rhd-topology.png"
+  # Lab 7 (its README's commands): the grader's step with 64 KiB buckets, then the reference solution's.
+  l7="$root/labs/07-debugging/images" && mkdir -p "$l7"
+  (
+    cd "$tmp" || exit 1
+    export CCLAB_BACKEND=sim CCLAB_TOPO=dgx-h100
+    CCLAB_TRACE=slow.cctrace "$cclab" lab run 07 --ranks 8 --size 16M --reference 64K --work "$tmp/l7" >/dev/null
+    CCLAB_TRACE=fast.cctrace "$cclab" lab run 07 --ranks 8 --size 16M --dir "$root/labs/solutions/07-debugging" \
+      --work "$tmp/l7" >/dev/null
+    unset CCLAB_BACKEND CCLAB_TOPO
+    for t in slow fast; do
+      xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz $t.cctrace --view timeline --at 50% --size 1400x800 \
+        --screenshot "$l7/$t-timeline.png" || exit 1
+    done
+  ) && echo "wrote $l7/slow-timeline.png $l7/fast-timeline.png"
   exit 0
 fi
 

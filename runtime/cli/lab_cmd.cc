@@ -3,6 +3,8 @@
 // build, answers files.
 #include "lab_cmd.h"
 
+#include "base/thread_barrier.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -14,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -23,6 +27,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 
 #ifndef CCLAB_SOURCE_DIR
 #define CCLAB_SOURCE_DIR ""
@@ -215,6 +221,130 @@ std::string short_error(const std::string& e) {
 double check_limit(const LabEnv& env, double own) { return env.timeout_s > 0 ? env.timeout_s : own; }
 
 const std::vector<std::string> kGraderEnvPrefixes{"NCCL_", "CCLAB_"};
+
+double wall_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double clock_us(bool sim) {
+  double t = 0;
+  if (!sim) return wall_us();
+  cclabSimTime(&t);
+  return t;
+}
+
+RankThreads run_rank_threads(int n, size_t ncases, const std::function<void(size_t)>& mark,
+                             const std::function<ncclResult_t(int, size_t, ncclComm_t, cudaStream_t, bool)>& one) {
+  RankThreads out;
+  cclabBackend_t backend = cclabBackendHost;
+  cclabGetBackend(&backend);
+  const bool sim = backend == cclabBackendSim;
+  out.backend = cclabBackendName(backend);
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) {
+    out.internal_error = std::string("ncclGetUniqueId: ") + ncclGetLastError(nullptr);
+    return out;
+  }
+  std::vector<std::string> init_errors(n);
+  std::atomic<bool> stop{false};
+  std::atomic<size_t> cases_run{0};
+  ThreadBarrier barrier(n);  // host backend only
+  if (ncases > 0) mark(0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      ncclComm_t comm = nullptr;
+      cudaStream_t stream = nullptr;
+      if (ncclCommInitRank(&comm, n, id, r) != ncclSuccess || cclabStreamCreate(&stream) != ncclSuccess) {
+        init_errors[r] = ncclGetLastError(comm);
+        stop = true;
+      }
+      for (size_t k = 0; k < ncases; ++k) {
+        if (!sim) {
+          // Where we are, before any rank can start the case (a crash takes the whole process).
+          barrier.wait();
+          if (r == 0 && k > 0) mark(k);
+          barrier.wait();
+        }
+        if (stop) break;
+        if (r == 0) cases_run = k + 1;
+        if (one(r, k, comm, stream, sim) != ncclSuccess) stop = true;
+      }
+      if (comm) {
+        if (stop) {
+          ncclCommAbort(comm);
+        } else {
+          ncclCommDestroy(comm);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r)
+    if (!init_errors[r].empty()) {
+      out.internal_error = "rank " + std::to_string(r) + " could not start: " + init_errors[r];
+      return out;
+    }
+  out.cases_run = cases_run;
+  return out;
+}
+
+bool mentions_wait(const std::string& e) {
+  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
+         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos ||
+         e.find("never created") != std::string::npos;
+}
+
+bool hung(const ChildOutcome& o) {
+  if (o.status == ChildOutcome::kTimedOut) return true;
+  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
+  for (const auto& c : o.result["cases"])
+    for (const auto& r : c["ranks"])
+      if (mentions_wait(r.value("error", std::string()))) return true;
+  return false;
+}
+
+double run_time_us(const nlohmann::json& result) {
+  if (!result.contains("cases") || result["cases"].empty()) return 0;
+  double t0 = 1e300, t1 = 0;
+  for (const auto& r : result["cases"][0]["ranks"]) {
+    t0 = std::min(t0, r.value("t0", 0.0));
+    t1 = std::max(t1, r.value("t1", 0.0));
+  }
+  return t1 > t0 ? t1 - t0 : 0;
+}
+
+int parse_ranks(const std::string& v, int max) {
+  char* end = nullptr;
+  const long r = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || r < 1 || r > max)
+    throw std::invalid_argument("--ranks: '" + v + "' is not a number of ranks from 1 to " + std::to_string(max));
+  return static_cast<int>(r);
+}
+
+bool print_run_failure(const ChildOutcome& o, const char* hang_hint) {
+  if (o.status != ChildOutcome::kOk) {
+    std::printf("it %s\n", describe_outcome(o).c_str());
+    if (o.status == ChildOutcome::kTimedOut) std::printf("hint: %s\n", hang_hint);
+    return false;
+  }
+  const nlohmann::json& j = o.result;
+  if (j.contains("load_error") || j.contains("internal_error")) {
+    std::printf("%s\n", j.contains("load_error") ? j.value("load_error", std::string()).c_str()
+                                                 : j.value("internal_error", std::string()).c_str());
+    return false;
+  }
+  return j.contains("cases") && !j["cases"].empty();
+}
+
+void print_run_time(double us, bool simulated) {
+  if (simulated) {
+    std::printf("simulated time: %.3f us (first rank's call to the last rank's return)\n", us);
+  } else {
+    std::printf("time: %s of wall-clock time (the host backend: CPU threads, not a measure of a GPU)\n",
+                us >= 1e6 ? (format_double(us / 1e6, 2) + " s").c_str() : (format_double(us, 1) + " us").c_str());
+  }
+}
 
 std::map<std::string, std::string> host_child_env(double timeout_s) {
   const double wait_s = std::max(1.0, std::floor(timeout_s / 2));

@@ -26,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "cclab/cclab.h"
+#include "nccl.h"
+
 namespace cclab::lab {
 
 constexpr int kLabExitOk = 0;
@@ -154,7 +157,7 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
                          const std::string& what, bool have_want, double want, double tolerance,
                          const std::string& fail_why, const std::string& hint);
 
-// ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1 and 2) -------------
+// ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1, 2 and 7) ----------
 
 // A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
 std::string short_error(const std::string& e);
@@ -166,6 +169,43 @@ extern const std::vector<std::string> kGraderEnvPrefixes;
 // A host backend child's variables: its waits give up (naming rank, peer and step) well before the
 // check's time limit timeout_s.
 std::map<std::string, std::string> host_child_env(double timeout_s);
+
+// Wall-clock microseconds (steady clock): the host backend's time around a call.
+double wall_us();
+// The time around a call: simulated microseconds under the simulator (sim), else wall_us().
+double clock_us(bool sim);
+
+// What run_rank_threads did.
+struct RankThreads {
+  std::string backend;         // cclabBackendName of the backend the environment selected
+  size_t cases_run = 0;        // cases started (after a failed one no further case starts)
+  std::string internal_error;  // a rank could not start (ncclCommInitRank, its stream): nothing ran
+};
+// Runs cases 0 .. ncases-1 on n ranks, a thread each with its own communicator (ncclCommInitRank) and
+// stream, on the backend the environment selects. On the host backend the ranks meet before each case (a
+// thread barrier) and rank 0 calls mark(k) there, when every rank has finished case k-1, so that a crash or
+// a time-out names the case; under the simulator a thread must not wait outside cclab, so there is only
+// mark(0), before the threads start. one(r, k, comm, stream, sim) runs case k on rank r and returns its
+// status; after a failure no further case starts (the other ranks may be stuck) and the communicators are
+// aborted rather than destroyed.
+RankThreads run_rank_threads(int n, size_t ncases, const std::function<void(size_t)>& mark,
+                             const std::function<ncclResult_t(int, size_t, ncclComm_t, cudaStream_t, bool)>& one);
+// Whether a runtime error says a wait gave up or deadlocked (CCLAB_TIMEOUT, a stuck or never-created peer,
+// the simulator's deadlock report).
+bool mentions_wait(const std::string& e);
+// Whether a child that ran cases ({"cases": [{"ranks": [{"error": ...}...]}...]}) waited for something that
+// never came: killed at its limit, or a rank's error that mentions_wait().
+bool hung(const ChildOutcome& o);
+// The time of such a child's first case: the last rank's t1 - the first rank's t0 (0 when none).
+double run_time_us(const nlohmann::json& result);
+
+// `cclab lab run NN`'s --ranks value: a number of ranks from 1 to max, or std::invalid_argument saying why.
+int parse_ranks(const std::string& v, int max);
+// `cclab lab run NN`: whether a child that ran cases came back with some; if not, prints why (it crashed,
+// timed out (then hang_hint), could not load the student's code or start the ranks) and returns false.
+bool print_run_failure(const ChildOutcome& o, const char* hang_hint);
+// `cclab lab run NN`'s last line: "simulated time: ... us" (simulated) or the host backend's wall-clock time.
+void print_run_time(double us, bool simulated);
 
 std::string format_double(double v, int precision);
 // path relative to the current folder when it is below it (what a student typed), else absolute.

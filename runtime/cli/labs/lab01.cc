@@ -15,16 +15,13 @@
 #include <dlfcn.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
-#include <thread>
 #include <vector>
 
-#include "base/thread_barrier.h"
 #include "cclab/cclab.h"
 #include "lab_cmd.h"
 #include "nccl.h"
@@ -153,88 +150,36 @@ RankCheck check_rank(int n, int r, const Case& k, const std::vector<float>& send
   return c;
 }
 
-double wall_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Runs the cases on n ranks (a thread each) with fn, or ncclAllReduce when fn is null, on the backend
 // the environment selects. Stops after a case where a rank's call failed (the others may be stuck).
 // Returns {"cases": [{count, in_place, ranks: [RankCheck...]}...], "backend": name} or {"internal_error"}.
 nlohmann::json run_cases(RingFn fn, int n, const std::vector<Case>& cases) {
-  cclabBackend_t backend = cclabBackendHost;
-  cclabGetBackend(&backend);
-  const bool sim = backend == cclabBackendSim;
-  ncclUniqueId id;
-  if (ncclGetUniqueId(&id) != ncclSuccess)
-    return {{"internal_error", std::string("ncclGetUniqueId: ") + ncclGetLastError(nullptr)}};
   std::vector<std::vector<RankCheck>> results(cases.size(), std::vector<RankCheck>(n));
-  std::vector<std::string> init_errors(n);
-  std::atomic<bool> stop{false};
-  std::atomic<size_t> cases_run{0};
-  ThreadBarrier barrier(n);  // host backend only: under the simulator a thread must not wait outside cclab
-  const auto mark = [&](size_t k) {
-    child_marker({{"ranks", n}, {"count", cases[k].count}, {"in_place", cases[k].in_place}});
-  };
-  if (!cases.empty()) mark(0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      ncclComm_t comm = nullptr;
-      cudaStream_t stream = nullptr;
-      if (ncclCommInitRank(&comm, n, id, r) != ncclSuccess || cclabStreamCreate(&stream) != ncclSuccess) {
-        init_errors[r] = ncclGetLastError(comm);
-        stop = true;
-      }
-      for (size_t k = 0; k < cases.size(); ++k) {
-        if (!sim) {
-          // Where we are, before any rank can start the case (a crash takes the whole process).
-          if (r == 0 && k > 0) mark(k);
-          barrier.wait();
-        }
-        if (stop) break;
+  const RankThreads rt = run_rank_threads(
+      n, cases.size(),
+      [&](size_t k) { child_marker({{"ranks", n}, {"count", cases[k].count}, {"in_place", cases[k].in_place}}); },
+      [&](int r, size_t k, ncclComm_t comm, cudaStream_t stream, bool sim) {
         const Case& c = cases[k];
-        if (r == 0) cases_run = k + 1;
         std::vector<float> send(c.count + kGuard), recv(c.count + kGuard, kGuardValue);
         for (size_t i = 0; i < c.count; ++i) send[i] = input_value(r, i);
         if (c.in_place) std::copy(send.begin(), send.begin() + static_cast<long>(c.count), recv.begin());
         const float* sb = c.in_place ? recv.data() : send.data();
-        RankCheck& out = results[k][r];
-        double t0 = 0, t1 = 0;
-        if (sim)
-          cclabSimTime(&t0);
-        else
-          t0 = wall_us();
+        const double t0 = clock_us(sim);
         ncclResult_t e = fn ? fn(sb, recv.data(), c.count, comm, stream)
                             : ncclAllReduce(sb, recv.data(), c.count, ncclFloat, ncclSum, comm, stream);
         if (e == ncclSuccess) e = cclabStreamSynchronize(stream);
-        if (sim)
-          cclabSimTime(&t1);
-        else
-          t1 = wall_us();
-        const std::string err = e != ncclSuccess ? ncclGetLastError(comm) : "";
+        const double t1 = clock_us(sim);
+        RankCheck& out = results[k][r];
         out = check_rank(n, r, c, send, recv);
         out.status = e;
-        out.error = err;
+        out.error = e != ncclSuccess ? ncclGetLastError(comm) : "";
         out.t0 = t0;
         out.t1 = t1;
-        if (e != ncclSuccess) stop = true;
-      }
-      if (comm) {
-        if (stop) {
-          ncclCommAbort(comm);
-        } else {
-          ncclCommDestroy(comm);
-        }
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r)
-    if (!init_errors[r].empty())
-      return {{"internal_error", "rank " + std::to_string(r) + " could not start: " + init_errors[r]}};
-  nlohmann::json j = {
-      {"backend", cclabBackendName(backend)}, {"planned", cases.size()}, {"cases", nlohmann::json::array()}};
-  for (size_t k = 0; k < cases_run; ++k) {
+        return e;
+      });
+  if (!rt.internal_error.empty()) return {{"internal_error", rt.internal_error}};
+  nlohmann::json j = {{"backend", rt.backend}, {"planned", cases.size()}, {"cases", nlohmann::json::array()}};
+  for (size_t k = 0; k < rt.cases_run; ++k) {
     nlohmann::json ranks = nlohmann::json::array();
     for (int r = 0; r < n; ++r) ranks.push_back(to_json(results[k][r]));
     j["cases"].push_back({{"count", cases[k].count}, {"in_place", cases[k].in_place}, {"ranks", ranks}});
@@ -340,11 +285,6 @@ const char* kHangHint =
     "and its ncclRecv are not in one ncclGroupStart/ncclGroupEnd: every rank must send and receive the "
     "same number of elements in the same step";
 
-bool mentions_wait(const std::string& e) {
-  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
-         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos;
-}
-
 // The hint for a run whose cases did not all pass (n ranks).
 std::string hint_for(const nlohmann::json& cases, int n) {
   bool error = false, wait = false, send_changed = false, overflow = false, all_own = true, any_bad = false;
@@ -413,17 +353,6 @@ std::string hint_for(const nlohmann::json& cases, int n) {
          "receive chunk (r - s - 1) mod n in the reduce-scatter, (r + 1 - s) mod n and (r - s) mod n in the "
          "all-gather. In C, (r - s) % n is negative when r < s: write (r - s + n) % n. And wait for the stream "
          "(cclabStreamSynchronize) before you add what a ncclRecv wrote: it arrives later than the call returns";
-}
-
-// Whether the child's code waited for something that never came (killed at its limit, or a wait that
-// gave up or deadlocked).
-bool hung(const ChildOutcome& o) {
-  if (o.status == ChildOutcome::kTimedOut) return true;
-  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
-  for (const auto& c : o.result["cases"])
-    for (const auto& r : c["ranks"])
-      if (mentions_wait(r.value("error", std::string()))) return true;
-  return false;
 }
 
 // The command that runs one case alone ("" for the simulator's, whose environment it also needs).
@@ -502,17 +431,6 @@ void judge_run(const LabEnv& env, const ChildOutcome& o, int n, bool sim, CheckR
       break;
     }
   c->hint = hint_for(cases, n);
-}
-
-// The simulated time of a run of one case: the last rank's end - the first rank's begin.
-double run_time_us(const nlohmann::json& result) {
-  if (!result.contains("cases") || result["cases"].empty()) return 0;
-  double t0 = 1e300, t1 = 0;
-  for (const auto& r : result["cases"][0]["ranks"]) {
-    t0 = std::min(t0, r.value("t0", 0.0));
-    t1 = std::max(t1, r.value("t1", 0.0));
-  }
-  return t1 > t0 ? t1 - t0 : 0;
 }
 
 std::vector<Case> host_cases(int n) {
@@ -735,13 +653,7 @@ int run_lab01(const LabEnv& env, const std::vector<std::string>& args) {
         std::fputs(kRunUsage, stdout);
         return kLabExitOk;
       } else if (a == "--ranks" && has_value) {
-        const std::string v = args[++i];
-        char* end = nullptr;
-        const long r = std::strtol(v.c_str(), &end, 10);
-        if (v.empty() || *end != '\0' || r < 1 || r > kMaxRanks)
-          throw std::invalid_argument("--ranks: '" + v + "' is not a number of ranks from 1 to " +
-                                      std::to_string(kMaxRanks));
-        n = static_cast<int>(r);
+        n = parse_ranks(args[++i], kMaxRanks);
       } else if (a == "--size" && has_value) {
         bytes = parse_size(args[++i], "--size");
         if (bytes % sizeof(float) != 0)
@@ -781,18 +693,8 @@ int run_lab01(const LabEnv& env, const std::vector<std::string>& args) {
   if (!std::getenv("CCLAB_TIMEOUT")) vars["CCLAB_TIMEOUT"] = format_double(std::max(1.0, std::floor(t / 2)), 0);
   const std::vector<Case> cases{{count, in_place}};
   const ChildOutcome o = run_in_child([&] { return run_student(so, n, cases, nccl, false); }, t, "", vars);
-  if (o.status != ChildOutcome::kOk) {
-    std::printf("it %s\n", describe_outcome(o).c_str());
-    if (o.status == ChildOutcome::kTimedOut) std::printf("hint: %s\n", kHangHint);
-    return kLabExitFailed;
-  }
+  if (!print_run_failure(o, kHangHint)) return kLabExitFailed;
   const nlohmann::json& j = o.result;
-  if (j.contains("load_error") || j.contains("internal_error")) {
-    std::printf("%s\n", j.contains("load_error") ? j.value("load_error", std::string()).c_str()
-                                                 : j.value("internal_error", std::string()).c_str());
-    return kLabExitFailed;
-  }
-  if (j["cases"].empty()) return kLabExitFailed;
   const auto& c = j["cases"][0];
   int wrong_ranks = 0;
   for (size_t r = 0; r < c["ranks"].size(); ++r) {
@@ -804,12 +706,7 @@ int run_lab01(const LabEnv& env, const std::vector<std::string>& args) {
                    : describe_rank(static_cast<int>(r), rc, count).c_str());
   }
   const double us = run_time_us(j);
-  if (sim || j.value("backend", std::string()) == "sim") {
-    std::printf("simulated time: %.3f us (first rank's call to the last rank's return)\n", us);
-  } else {
-    std::printf("time: %s of wall-clock time (the host backend: CPU threads, not a measure of a GPU)\n",
-                us >= 1e6 ? (format_double(us / 1e6, 2) + " s").c_str() : (format_double(us, 1) + " us").c_str());
-  }
+  print_run_time(us, sim || j.value("backend", std::string()) == "sim");
   if (wrong_ranks > 0) std::printf("hint: %s\n", hint_for(j["cases"], n).c_str());
   return wrong_ranks == 0 ? kLabExitOk : kLabExitFailed;
 }

@@ -172,10 +172,6 @@ RankCheck check_rank(int r, const Case& k, const std::vector<float>& send, const
   return c;
 }
 
-double wall_us() {
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // Runs the cases on n ranks (a thread each) with fn, or ncclBroadcast when fn is null, on the backend the
 // environment selects. Between two calls the ranks meet (a thread barrier on the host; cclab's all_reduce
 // of one float in the simulator, so that the calls' simulated times do not overlap). Stops after a case
@@ -363,12 +359,6 @@ const char* kHangHint =
     "count. In every slot, what a rank sends (piece t - d, where d is its distance from the root) must be "
     "what the next rank receives in that slot (piece t - (d+1) + 1: the same piece, the same length)";
 
-bool mentions_wait(const std::string& e) {
-  return e.find("timed out") != std::string::npos || e.find("waiting for") != std::string::npos ||
-         e.find("deadlock") != std::string::npos || e.find("stuck") != std::string::npos ||
-         e.find("never created") != std::string::npos;
-}
-
 // The hint for a run whose cases did not all pass.
 std::string hint_for(const nlohmann::json& cases) {
   bool any_bad = false, wait = false, error = false, send_changed = false, overflow = false;
@@ -430,16 +420,6 @@ std::string hint_for(const nlohmann::json& cases) {
          "up to the next piece's start; in slot t the rank at distance d from the root sends piece t - d and "
          "receives piece t - d + 1. Wait for the stream (cclabStreamSynchronize) before you send on what a "
          "ncclRecv wrote";
-}
-
-// Whether the child's code waited for something that never came.
-bool hung(const ChildOutcome& o) {
-  if (o.status == ChildOutcome::kTimedOut) return true;
-  if (o.status != ChildOutcome::kOk || !o.result.contains("cases")) return false;
-  for (const auto& c : o.result["cases"])
-    for (const auto& r : c["ranks"])
-      if (mentions_wait(r.value("error", std::string()))) return true;
-  return false;
 }
 
 // The command that runs one case alone.
@@ -984,18 +964,8 @@ int run_lab02(const LabEnv& env, const std::vector<std::string>& args) {
   std::map<std::string, std::string> vars;
   if (!std::getenv("CCLAB_TIMEOUT")) vars["CCLAB_TIMEOUT"] = format_double(std::max(1.0, std::floor(t / 2)), 0);
   const ChildOutcome o = run_in_child([&] { return run_student(so, n, cases, nccl, false); }, t, "", vars);
-  if (o.status != ChildOutcome::kOk) {
-    std::printf("it %s\n", describe_outcome(o).c_str());
-    if (o.status == ChildOutcome::kTimedOut) std::printf("hint: %s\n", kHangHint);
-    return kLabExitFailed;
-  }
+  if (!print_run_failure(o, kHangHint)) return kLabExitFailed;
   const nlohmann::json& j = o.result;
-  if (j.contains("load_error") || j.contains("internal_error")) {
-    std::printf("%s\n", j.contains("load_error") ? j.value("load_error", std::string()).c_str()
-                                                 : j.value("internal_error", std::string()).c_str());
-    return kLabExitFailed;
-  }
-  if (j["cases"].empty()) return kLabExitFailed;
   const bool simulated = sim || j.value("backend", std::string()) == "sim";
   int wrong_calls = 0;
   if (sweep) {
@@ -1023,12 +993,7 @@ int run_lab02(const LabEnv& env, const std::vector<std::string>& args) {
                   ok ? ("all " + std::to_string(count) + " elements right").c_str() : describe_rank(rc, count).c_str());
     }
     const double us = case_time_us(j, 0);
-    if (simulated) {
-      std::printf("simulated time: %.3f us (first rank's call to the last rank's return)\n", us);
-    } else {
-      std::printf("time: %s of wall-clock time (the host backend: CPU threads, not a measure of a GPU)\n",
-                  us >= 1e6 ? (format_double(us / 1e6, 2) + " s").c_str() : (format_double(us, 1) + " us").c_str());
-    }
+    print_run_time(us, simulated);
   }
   if (wrong_calls > 0) std::printf("hint: %s\n", hint_for(j["cases"]).c_str());
   return wrong_calls == 0 ? kLabExitOk : kLabExitFailed;

@@ -12,6 +12,7 @@ Lab make_lab03();  // labs/lab03.cc: Protocols: Simple, LL, LL128
 Lab make_lab04();  // labs/lab04.cc: Ring vs double binary tree
 Lab make_lab05();  // labs/lab05.cc: Topology and channels
 Lab make_lab06();  // labs/lab06.cc: Across nodes
+Lab make_lab07();  // labs/lab07.cc: Debugging a hang
 Lab make_lab08();  // labs/lab08.cc: Your own algorithm
 
 }  // namespace cclab::lab

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tests/labs/lab07_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 07` (Debugging a hang)
+# fails where it should, with the hint it should give, and passes the reference solution. One ctest entry
+# per CASE (label labs):
+#   skeleton  the three bugs as committed: 2 ranks hang (rank 0 alone in the loss's all_reduce): the stuck
+#             wait's report and the hint about a collective inside an `if`, within the time limit; 3 and 4
+#             ranks skipped; the simulator reports the deadlock at once; no answers (~8 s)
+#   order     the skeleton with TODO 1 fixed (odd ranks still walk the 64 KiB buckets backwards): wrong
+#             averages at two full buckets, then a hang at a short last bucket, and the hint about the order;
+#             wrong averages in the simulator (~15 s)
+#   slow      the solution with the skeleton's 64 KiB buckets: every result right, 31x the one-bucket
+#             time, the hint about bucket sizes (~6 s)
+#   solution  labs/solutions/07-debugging passes every check (~6 s)
+# The last two need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+set -u
+case="$1" cclab="$2" src="$3" work="$4/lab07-$case"
+lab="$src/labs/07-debugging"
+solution="$src/labs/solutions/07-debugging"
+rm -rf "$work"
+mkdir -p "$work"
+out="$work/out.txt"
+
+labnum=07 student_file=train_step.c
+# shellcheck source=tests/labs/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+case "$case" in
+  skeleton)
+    check "$(skeleton)" --timeout 6
+    expect_rc 1
+    expect "compile train_step.c pass"
+    expect "host backend, 2 ranks, 5 steps FAIL"
+    expect "waiting for data from rank 1"
+    expect "is a nccl call inside an \`if\` that only some ranks take (TODO 1)?"
+    expect "skipped: your code hung with 2 ranks (above); fix that first"
+    expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact FAIL"
+    expect "deadlocked"
+    expect "no answer for 'collectives' yet"
+    [[ $seconds -le 30 ]] || fail "the check took $seconds s; the hang must end at its time limit"
+    ;;
+  order)
+    # The skeleton with TODO 1 fixed: odd ranks still walk the 64 KiB buckets backwards.
+    dir="$(skeleton)"
+    sed -i 's/  if (rank == 0) {/  {/' "$dir/train_step.c"
+    grep -q '^  {$' "$dir/train_step.c" || fail "the skeleton no longer has the loss's if (rank == 0)"
+    check "$dir" --timeout 6
+    expect_rc 1
+    expect "host backend, 2 ranks, 5 steps FAIL"
+    expect "timed out after 6 s at 2 ranks, count 49157"
+    expect "before it hung, the averages were already wrong with count 32768 (nothing hung there)"
+    expect "Every rank must walk the buckets in the same order (TODO 2)"
+    expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact FAIL"
+    expect "nothing hung, but the averages are wrong"
+    [[ $seconds -le 40 ]] || fail "the check took $seconds s; the hang must end at its time limit"
+    ;;
+  slow)
+    # TODO 1 and 2 fixed, the 64 KiB buckets kept: right everywhere, 31x the one-bucket time.
+    solution_variant slow '#define BUCKET_BYTES (8 * 1024 * 1024)' '#define BUCKET_BYTES (64 * 1024)'
+    check "$work/slow"
+    expect_rc 1
+    expect "9 of 10 checks pass"
+    expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact pass"
+    expect "simulator: time at most 1.5x one bucket's FAIL"
+    expect "31.16x (at most 1.5x)"
+    expect "Larger buckets (TODO 3)"
+    ;;
+  solution)
+    check "$solution"
+    expect_rc 0
+    expect "10 of 10 checks pass"
+    expect "Lab 07 is done"
+    ;;
+  *)
+    echo "unknown case $case"
+    exit 2
+    ;;
+esac
+echo "lab07 $case: ok (${seconds} s)"
