@@ -1,20 +1,9 @@
-// runtime/cli/labs/labs.cc - the course of labs/README.md, in order. A lab that is not written yet has
-// only its number, folder and title; writing one means a labs/NN-name/ folder, a labs/labNN.cc with its
-// checks and driver, and its make_labNN() here instead of the placeholder.
+// runtime/cli/labs/labs.cc - the course of labs/README.md, in order. A lab is a labs/NN-name/ folder and a
+// labs/labNN.cc with its checks and driver, listed here by its make_labNN(); a Lab with `written` false
+// (only number, folder and title) shows in `cclab lab list` as not written yet.
 #include "labs/labs.h"
 
 namespace cclab::lab {
-namespace {
-
-Lab planned(const char* number, const char* folder, const char* title) {
-  Lab l;
-  l.number = number;
-  l.folder = folder;
-  l.title = title;
-  return l;
-}
-
-}  // namespace
 
 const std::vector<Lab>& all_labs() {
   static const std::vector<Lab> labs{
