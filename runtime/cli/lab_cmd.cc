@@ -322,6 +322,21 @@ int parse_ranks(const std::string& v, int max) {
   return static_cast<int>(r);
 }
 
+bool judge_child_error(const ChildOutcome& o, const std::string& header, CheckResult* c) {
+  const nlohmann::json& j = o.result;
+  if (j.contains("load_error")) {
+    c->detail = j.value("load_error", std::string());
+    c->hint = "keep the function's name and signature as in " + header;
+    return true;
+  }
+  if (j.contains("internal_error")) {
+    c->detail = "the grader could not run your code: " + j.value("internal_error", std::string());
+    c->hint = "this is not your code's fault: check the cclab build (the log is " + shown_path(o.log_path) + ")";
+    return true;
+  }
+  return false;
+}
+
 bool print_run_failure(const ChildOutcome& o, const char* hang_hint) {
   if (o.status != ChildOutcome::kOk) {
     std::printf("it %s\n", describe_outcome(o).c_str());

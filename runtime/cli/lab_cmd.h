@@ -161,6 +161,10 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
 
 // A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
 std::string short_error(const std::string& e);
+// A child's result that says the student's library did not load ({"load_error"}: the hint names `header`,
+// where the function's signature is) or the grader could not run it ({"internal_error"}): *c's detail and
+// hint set, true. False for a result with cases.
+bool judge_child_error(const ChildOutcome& o, const std::string& header, CheckResult* c);
 // The time limit of a check: --timeout when given, else the check's own.
 double check_limit(const LabEnv& env, double own);
 // The environment variables the grader decides itself in its children (backend, model, algorithms): these

@@ -5,6 +5,7 @@
 #   json            --json is JSON with every check, its status and hint
 #   broken          a file that does not compile: the compiler's error, every other check skipped
 #   missing         no file at all: says so, and how to get the skeleton back
+#   renamed         the function under another name: compiles, does not load; the hint says to keep the name
 #   hang            a ncclRecv without its ncclSend: fails within the time limit, names the wait, the hint
 #   spin            an endless loop outside cclab: killed at the time limit ("timed out after 3 s")
 #   crash           a write far past recvbuff: "crashed with SIGSEGV", the check after it still runs
@@ -73,6 +74,17 @@ PY
     expect "ring_allreduce.c does not exist"
     expect "brings the skeleton back"
     expect "there is no answers file"
+    ;;
+  renamed)
+    # The function under another name: it compiles (the header only declares it) but does not load.
+    dir="$(skeleton)"
+    sed -i 's/^ncclResult_t lab_ring_allreduce(/ncclResult_t my_ring_allreduce(/' "$dir/ring_allreduce.c"
+    grep -q '^ncclResult_t my_ring_allreduce(' "$dir/ring_allreduce.c" || fail "the skeleton no longer defines lab_ring_allreduce"
+    check "$dir"
+    expect_rc 1
+    expect "compile ring_allreduce.c pass"
+    expect "lab_ring_allreduce"
+    expect "keep the function's name and signature as in ring_allreduce.h"
     ;;
   hang)
     check "$students/hang" --timeout 6

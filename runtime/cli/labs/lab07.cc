@@ -302,17 +302,8 @@ void judge_run(const LabEnv& env, const ChildOutcome& o, int n, bool sim, CheckR
                   : "lab_train_step must return (ncclSuccess or an error), not end the process";
     return;
   }
+  if (judge_child_error(o, "train_step.h", c)) return;
   const nlohmann::json& j = o.result;
-  if (j.contains("load_error")) {
-    c->detail = j.value("load_error", std::string());
-    c->hint = "keep the function's name and signature as in train_step.h";
-    return;
-  }
-  if (j.contains("internal_error")) {
-    c->detail = "the grader could not run your code: " + j.value("internal_error", std::string());
-    c->hint = "this is not your code's fault: check the cclab build (the log is " + shown_path(o.log_path) + ")";
-    return;
-  }
   const auto& cases = j["cases"];
   int bad = 0;
   std::string first;
