@@ -389,6 +389,23 @@ void log_alert(const char* file, int line, const char* fmt, ...) {
   write_fd(STDERR_FILENO, out);
 }
 
+void log_report(const std::vector<std::string>& lines, bool forced) {
+  if (log_enabled(LogLevel::kWarn, kLogAll)) {
+    OutputLock lock(/*exclusive=*/false);
+    const std::string prefix = format("%s:%d:%d %s NCCL WARN ", g_host, g_pid, thread_id(), rank_tag().c_str());
+    std::string out;
+    for (const std::string& l : lines) out += prefix + l + "\n";
+    write_fd(g_fd, out);
+    return;
+  }
+  const char* env = getenv("NCCL_DEBUG");
+  if (!forced && env != nullptr && env[0] != '\0') return;  // the user chose a level without WARN
+  const std::string prefix = format("cclab %s ", rank_tag().c_str());
+  std::string out;
+  for (const std::string& l : lines) out += prefix + l + "\n";
+  write_fd(STDERR_FILENO, out);
+}
+
 void print_version_once() {
   if (g_version_printed.exchange(true)) return;
   LogLevel level = log_level();
@@ -413,6 +430,14 @@ void reset_log_for_testing() {
 const char* last_error() { return t_last_error.c_str(); }
 
 void set_last_error(const char* msg) { t_last_error = msg ? msg : ""; }
+
+std::string string_printf(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  std::string s = vformat(fmt, args);
+  va_end(args);
+  return s;
+}
 
 ncclResult_t report_error(ncclResult_t code, const char* fmt, ...) {
   va_list args;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cclab/nccl.h"
 
@@ -51,6 +52,14 @@ void log_message(LogLevel level, uint64_t subsys, const char* file, int line, co
 // thread's last error like any WARN.
 constexpr int kMaxAlerts = 20;
 void log_alert(const char* file, int line, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// printf into a std::string (any length).
+std::string string_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// A report of several lines (the doctor's, core/doctor.h): as NCCL WARN lines when the level includes
+// WARN, else on stderr as "cclab [rank] line" when NCCL_DEBUG is unset or `forced` (the user asked for
+// it: SIGUSR1). Not counted in kMaxAlerts; not stored as the last error.
+void log_report(const std::vector<std::string>& lines, bool forced);
 
 // Sets the calling thread's rank shown in brackets in log lines (-1: unknown, shown as [?]).
 void set_log_rank(int rank);

@@ -7,6 +7,7 @@
 //   cclab trace info|dump|export|merge TRACE         read, convert and join traces (trace_cmd.h)
 //   cclab viz TRACE                                  the visualiser (viz/viz.h; built with CCLAB_VIZ)
 //   cclab lab list|check|run|viz NN                  the labs' grader (lab_cmd.h, labs/README.md)
+//   cclab doctor                                     who waits on whom in running jobs (doctor_cmd.h)
 //   cclab --version
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "cclab/cclab.h"
+#include "doctor_cmd.h"
 #include "lab_cmd.h"
 #include "perf_launch.h"
 #include "perf_options.h"
@@ -45,7 +47,8 @@ void print_help() {
       "  sim COLLECTIVE [flags]    cclab perf on a simulated machine or cluster (cclab sim --help)\n"
       "  trace info|dump|export|merge  read a trace, export it for Perfetto (cclab trace --help)\n"
       "  viz TRACE | --live SOCK   watch a run: topology, channels, links (cclab viz --help)\n"
-      "  lab list|check|run|viz NN the labs: check your lab's code, watch its run (cclab lab --help)\n",
+      "  lab list|check|run|viz NN the labs: check your lab's code, watch its run (cclab lab --help)\n"
+      "  doctor [BOARD]            who waits on whom in the running jobs of this host (cclab doctor --help)\n",
       NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 }
 
@@ -112,6 +115,7 @@ int main(int argc, char** argv) {
     return 2;
 #endif
   }
+  if (sub == "doctor") return cclab::doctor_main(std::vector<std::string>(argv + 2, argv + argc));
   if (sub == "lab") {
     std::function<int(const std::vector<std::string>&)> viz;
 #ifdef CCLAB_HAVE_VIZ

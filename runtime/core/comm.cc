@@ -364,6 +364,7 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   me.gpu_busid = -1;
   me.gpu_sm = 0;
   me.cpus = cpus_available();
+  me.nonce = fnv1a(&comm, sizeof comm, static_cast<uint64_t>(now_us() * 1e3) ^ (static_cast<uint64_t>(me.pid) << 32));
   if (comm->backend->device_pci(comm->dev, &me.gpu_busid, &me.gpu_sm) != ncclSuccess) {
     // Still takes part in the exchange; topology detection then falls back (comm_topo.cc).
     CCLAB_WARN("rank %d: the PCI bus id of CUDA device %d is unknown (%s)", comm->rank, comm->dev, last_error());

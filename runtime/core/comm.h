@@ -28,6 +28,7 @@ namespace cclab {
 
 struct CudaComm;  // backends/cuda/cuda_backend.cc
 struct HostComm;  // backends/host/host_backend.cc
+class Doctor;     // core/doctor.cc
 
 // What every rank tells every other rank at init (all-gathered over the bootstrap).
 struct PeerInfo {
@@ -38,6 +39,7 @@ struct PeerInfo {
   int64_t gpu_busid;   // CUDA backend: the PCI bus id of its GPU (NCCL's packed form); -1 otherwise
   int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
   int cpus;            // CPUs its process may run on (sched_getaffinity): the host model's cores
+  uint64_t nonce;      // differs between communicators made from one unique id: rank 0's names its board
 };
 
 // One end of one connection, with the memory that keeps it alive.
@@ -150,6 +152,7 @@ struct ncclComm {
   bool cuda = false;
   std::shared_ptr<cclab::HostComm> host_state;  // host backend
   std::shared_ptr<cclab::CudaComm> cuda_state;  // CUDA backend
+  std::shared_ptr<cclab::Doctor> doctor;        // host backend: its status board (core/doctor.h)
 };
 
 namespace cclab {

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/param.h"
 #include "core/backend.h"
+#include "core/doctor.h"
 #include "kernels/collectives.h"
 #include "kernels/dtypes.h"
 
@@ -159,6 +160,8 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
              static_cast<void*>(comm), comm->nranks, w.nchannels, aname, proto_name_of(w.proto));
   CCLAB_INFO(kLogTuning, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d} predicted %.1f us",
              coll_name(op.coll), total, aname, proto_name_of(w.proto), w.nchannels - 1, predicted_us);
+  doctor_coll_begin(comm, w.op_count, static_cast<int>(op.coll), op.count, op.type, op.op, op.root, aname, w.proto,
+                    w.nchannels);
   if (comm->nranks > 1) {
     res = ensure_connected(comm, algo, w.proto, w.nchannels);
     if (res != ncclSuccess) {
@@ -169,6 +172,7 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
       std::string msg = std::string(op.fn) + ": " + last_error();
       res = abort_cause(comm, res, &msg);
       set_async_error(comm, res, msg);
+      doctor_op_end(comm, w.op_count, false, msg);
       return report_error(res, "%s", msg.c_str());
     }
   }

@@ -16,6 +16,7 @@
 #include "base/param.h"
 #include "base/sync.h"
 #include "core/comm.h"
+#include "core/doctor.h"
 #include "core/enqueue.h"
 #include "core/recorder.h"
 #include "core/stream.h"
@@ -68,6 +69,9 @@ ncclResult_t HostBackend::attach(ncclComm_t comm) {
   hc->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
   hc->exec_cfg.timeout_us = comm->timeout_s * 1e6;
   hc->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+  // Sleeping waits are watched: a dead peer process, the doctor's verdict (core/doctor.h).
+  doctor_attach(comm);
+  hc->exec_cfg.watch = WaitWatch{comm, doctor_wait_begin, doctor_wait_poll, doctor_wait_end};
   hc->lanes = std::make_unique<LanePool>(hc->exec_cfg.spin_us);
   hc->internal_stream = std::make_unique<HostStream>();
   comm->host_state = std::move(hc);
@@ -78,29 +82,40 @@ void HostBackend::detach(ncclComm_t comm) {
   if (!comm->host_state) return;  // init failed before attach
   comm->host_state->internal_stream.reset();  // drains it
   comm->host_state->lanes.reset();
+  doctor_detach(comm);
 }
 
-ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what) {
+// Operation `seq` failed in a wait: the communicator keeps the error, the board shows it, and (unless the
+// user aborted) it is printed even without NCCL_DEBUG (base/log.h, log_alert).
+ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* what, uint64_t seq) {
+  // The report of what every rank called, while the others are still in the operation.
+  if (ex.failure() == WaitFailure::kSizeMismatch) doctor_report_now(comm);
   // This rank stops: its peers must not wait for it (they fail at once, naming it).
   poison_connections(comm);
   ncclResult_t code = ex.failure() == WaitFailure::kAborted     ? ncclInternalError
                       : ex.failure() == WaitFailure::kTimedOut  ? ncclSystemError
                       : ex.failure() == WaitFailure::kPeerFailed ? ncclRemoteError
+                      : ex.failure() == WaitFailure::kWatch      ? static_cast<ncclResult_t>(ex.watch_code())
                                                                 : ncclInvalidUsage;
   std::string msg = std::string(what) + ": " + ex.failure_message();
   // Not the user's abort but a broken connection (a NET proxy raised the flag): say what broke.
   if (ex.failure() == WaitFailure::kAborted) code = abort_cause(comm, code, &msg);
   set_async_error(comm, code, msg);
-  return report_error(code, "%s", msg.c_str());
+  doctor_op_end(comm, seq, false, msg);
+  if (ex.failure() == WaitFailure::kAborted && code == ncclInternalError) return report_error(code, "%s", msg.c_str());
+  log_alert(__FILE__, __LINE__, "%s", msg.c_str());
+  return code;
 }
 
 // A custom algorithm's schedule made a call the runtime cannot run (kernels/custom.h): its ranks' peers
 // are left waiting for it, so the communicator is aborted (their waits end) and keeps the error.
-ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why) {
+ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why, uint64_t seq) {
   poison_connections(comm);
   const std::string msg = std::string(op.fn) + " (algorithm " + comm->custom_algo->name + "): " + why;
   set_async_error(comm, ncclInvalidUsage, msg);
-  return report_error(ncclInvalidUsage, "%s", msg.c_str());
+  doctor_op_end(comm, seq, false, msg);
+  log_alert(__FILE__, __LINE__, "%s", msg.c_str());
+  return ncclInvalidUsage;
 }
 
 ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
@@ -168,8 +183,8 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     // One channel (every small call): on this thread, with nothing to hand to the lanes.
     HostExec ex(cfg);
     run_channel(ex, 0);
-    if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
-    if (custom && !custom_failure[0].empty()) return fail_custom(comm, op, custom_failure[0]);
+    if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn, w.op_count);
+    if (custom && !custom_failure[0].empty()) return fail_custom(comm, op, custom_failure[0], w.op_count);
   } else {
     std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
     std::vector<std::function<void()>> tasks;
@@ -177,10 +192,11 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     for (int c = 0; c < w.nchannels; ++c) tasks.emplace_back([&, c] { run_channel(execs[c], c); });
     hc.lanes->run(tasks);
     for (auto& ex : execs)
-      if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn);
+      if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn, w.op_count);
     for (const std::string& f : custom_failure)
-      if (!f.empty()) return fail_custom(comm, op, f);
+      if (!f.empty()) return fail_custom(comm, op, f, w.op_count);
   }
+  doctor_op_end(comm, w.op_count, true, std::string());
   if (comm->recording)
     recorder_op(comm, w.op_count, op.coll, custom ? comm->custom_algo->name.c_str() : algo_name(algo), proto_name_of(w.proto), op.type, op.op, op.root, op.count,
                 total, w.nchannels, t_begin, now_us());
@@ -191,12 +207,11 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
 // receives from rank-r, both at once. Every rank walks the rounds in the same order, so a send and
 // its receive always meet in the same round, and grouped send/recv patterns that would deadlock one
 // by one (a ring shift of large messages) complete.
-ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& ops, uint64_t op_count) {
   HostComm& hc = host_of(comm);
   const int n = comm->nranks, me = comm->rank;
   std::vector<std::vector<const OpDesc*>> sends(n), recvs(n);
   for (const OpDesc* o : ops) (o->kind == OpDesc::Kind::kSend ? sends : recvs)[o->peer].push_back(o);
-  const uint64_t op_count = comm->op_count++;
   // Round 0: to and from myself, a local copy, matched in order.
   if (sends[me].size() != recvs[me].size())
     return report_error(ncclInvalidUsage, "rank %d: %zu sends to itself but %zu receives from itself in one group", me,
@@ -242,8 +257,8 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
         }
       });
     hc.lanes->run(tasks);
-    if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend");
-    if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv");
+    if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend", op_count);
+    if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv", op_count);
     for (auto* e : {&send_err, &recv_err}) {
       if (*e == ncclSuccess) continue;
       const std::string msg = std::string(e == &send_err ? "ncclSend: " : "ncclRecv: ") +
@@ -253,6 +268,17 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
     }
   }
   return ncclSuccess;
+}
+
+// A plan's point-to-point operations, one operation (opCount) for the board.
+ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+  const uint64_t op_count = comm->op_count++;
+  size_t bytes = 0;
+  for (const OpDesc* o : ops) bytes += o->count * type_size(o->type);
+  doctor_p2p_begin(comm, op_count, static_cast<int>(ops.size()), ops.empty() ? -1 : ops[0]->peer, bytes);
+  const ncclResult_t r = run_p2p_rounds(comm, ops, op_count);
+  doctor_op_end(comm, op_count, r == ncclSuccess, r == ncclSuccess ? std::string() : std::string(last_error()));
+  return r;
 }
 
 ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {

@@ -22,6 +22,8 @@ std::string HostExec::failure_message() const {
     case WaitFailure::kTimedOut:
       snprintf(buf, sizeof buf, "timed out after CCLAB_TIMEOUT=%.0f s: ", cfg_.timeout_us / 1e6);
       return buf + describe_wait(s);
+    case WaitFailure::kWatch:
+      return watch_why_;
     case WaitFailure::kPeerFailed:
       snprintf(buf, sizeof buf,
                "rank %d channel %d: rank %d failed in this operation and stopped it (its own error says why: a count or "
@@ -58,10 +60,11 @@ void HostExec::observe(const StepRecord& r) const {
   cfg_.observer(&e, cfg_.observer_data);
 }
 
-// The checks every slow wait makes between polls: abort, CCLAB_TIMEOUT, and one stuck-wait warning
-// (its detail built only when it is printed). False, with the failure recorded, when the wait must end.
+// The checks every slow wait makes between polls: abort, CCLAB_TIMEOUT, the watcher (a dead peer, the
+// doctor's verdict) and one stuck-wait warning (its detail built only when it is printed). False, with
+// the failure recorded, when the wait must end.
 template <typename Detail>
-bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Detail detail) {
+bool HostExec::check_wait(double start, const WaitSite& site, WaitState* st, Detail detail) {
   if (cfg_.abort_flag && cfg_.abort_flag->load(std::memory_order_acquire)) {
     failure_ = WaitFailure::kAborted;
     failed_site_ = site;
@@ -73,9 +76,27 @@ bool HostExec::check_wait(double start, const WaitSite& site, bool* warned, Deta
     failed_site_ = site;
     return false;
   }
-  if (!*warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
-    *warned = true;
+  if (!st->warned && cfg_.stuck_warn_us > 0 && waited > cfg_.stuck_warn_us) {
+    st->warned = true;
     log_alert(__FILE__, __LINE__, "%s for %.0f s (%s)", describe_wait(site).c_str(), waited / 1e6, detail().c_str());
+  }
+  if (cfg_.watch.ctx != nullptr && waited >= kWatchBeginUs) {
+    if (!st->watched) {
+      st->watched = true;
+      st->next_poll_us = kWatchPollUs;
+      if (cfg_.watch.begin != nullptr) cfg_.watch.begin(cfg_.watch.ctx, site);
+    }
+    if (cfg_.watch.poll != nullptr && waited >= st->next_poll_us) {
+      st->next_poll_us = waited + kWatchPollUs;
+      std::string why;
+      if (const int code = cfg_.watch.poll(cfg_.watch.ctx, site, waited, &why)) {
+        failure_ = WaitFailure::kWatch;
+        failed_site_ = site;
+        watch_code_ = code;
+        watch_why_ = why;
+        return false;
+      }
+    }
   }
   return true;
 }
@@ -116,13 +137,18 @@ bool HostExec::wait_slow(ConnCounter* c, uint64_t target, const WaitSite& site) 
     sched_yield();
   }
   // Phase 3: sleep on the counter's futex, waking at least every 10 ms to check abort and time.
-  bool warned = false;
+  WaitState st;
   for (;;) {
-    if (const int d = reached(c, target, site)) return d > 0;
-    if (!check_wait(start, site, &warned, [&] {
+    if (const int d = reached(c, target, site)) {
+      unwatch(site, &st);
+      return d > 0;
+    }
+    if (!check_wait(start, site, &st, [&] {
           return "counter at " + std::to_string(static_cast<unsigned long long>(counter_load(c)));
-        }))
+        })) {
+      unwatch(site, &st);
       return false;
+    }
     counter_sleep(c, target, 10000);
   }
 }
@@ -136,7 +162,7 @@ bool HostExec::poll_backoff(uint64_t iter, double start, const WaitSite& site) {
       return true;
     }
   }
-  if (!check_wait(start, site, &flag_warned_, [] { return std::string("polling line flags"); })) return false;
+  if (!check_wait(start, site, &flag_state_, [] { return std::string("polling line flags"); })) return false;
   const double waited = cclab::now_us() - start;
   if (waited < cfg_.spin_us) {
     cpu_relax();

@@ -35,7 +35,20 @@ constexpr int kSpinPolls = 64;
 
 // Why a wait ended without its condition.
 // kPeerFailed: the counter was poisoned - the peer failed in this collective and stopped it.
-enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3, kPeerFailed = 4 };
+// kWatch: the wait's watcher ended it (a dead peer process, a verdict of the doctor: core/doctor.h).
+enum class WaitFailure : int { kNone = 0, kAborted = 1, kTimedOut = 2, kSizeMismatch = 3, kPeerFailed = 4, kWatch = 5 };
+
+// Who watches a wait that went to sleep (core/doctor.h): told when it starts sleeping and when it ends,
+// and polled about every kWatchPollUs while it sleeps. A poll that returns non-zero (an ncclResult_t)
+// ends the wait with that code and *why. Never called on the fast path.
+struct WaitWatch {
+  void* ctx = nullptr;
+  void (*begin)(void* ctx, const WaitSite& site) = nullptr;
+  int (*poll)(void* ctx, const WaitSite& site, double waited_us, std::string* why) = nullptr;
+  void (*end)(void* ctx, const WaitSite& site) = nullptr;
+};
+constexpr double kWatchPollUs = 250e3;
+constexpr double kWatchBeginUs = 1e3;  // a wait is shown on the board once it has lasted this long
 
 struct HostExecConfig {
   const std::atomic<int>* abort_flag = nullptr;  // communicator's abort flag
@@ -47,6 +60,7 @@ struct HostExecConfig {
   void* observer_data = nullptr;
   void (*record)(const StepRecord&, void*) = nullptr;  // CCLAB_TRACE / CCLAB_LIVE (recorder.h)
   void* record_data = nullptr;
+  WaitWatch watch;  // the communicator's doctor (none: ctx == nullptr)
 };
 
 class HostExec {
@@ -84,9 +98,16 @@ class HostExec {
       }
     }
     if (!wait_ge(bell, target, site)) return false;
+    flag_state_ = WaitState{};
     for (uint64_t i = 0;; ++i) {
-      if (ready()) return true;
-      if (!poll_backoff(i, start, site)) return false;
+      if (ready()) {
+        unwatch(site, &flag_state_);
+        return true;
+      }
+      if (!poll_backoff(i, start, site)) {
+        unwatch(site, &flag_state_);
+        return false;
+      }
     }
   }
   void doorbell(ConnCounter* bell, uint64_t value) { counter_post(bell, value); }
@@ -126,6 +147,8 @@ class HostExec {
   void observe(const StepRecord& r) const;
 
   WaitFailure failure() const { return failure_; }
+  // kWatch: the ncclResult_t the watcher ended the wait with.
+  int watch_code() const { return watch_code_; }
   // The wait that failed (valid when failure() != kNone).
   const WaitSite& failed_site() const { return failed_site_; }
 
@@ -135,15 +158,27 @@ class HostExec {
   // One round of wait_flag's back-off after `iter` failed polls since `start`; false (failure recorded)
   // once aborted or timed out.
   bool poll_backoff(uint64_t iter, double start, const WaitSite& site);
+  // One sleeping wait's state: warned once, watched (begun), when the watcher is polled next.
+  struct WaitState {
+    bool warned = false;
+    bool watched = false;
+    double next_poll_us = 0;
+  };
   template <typename Detail>
-  bool check_wait(double start, const WaitSite& site, bool* warned, Detail detail);
+  bool check_wait(double start, const WaitSite& site, WaitState* st, Detail detail);
+  void unwatch(const WaitSite& site, WaitState* st) {
+    if (st->watched && cfg_.watch.end != nullptr) cfg_.watch.end(cfg_.watch.ctx, site);
+    st->watched = false;
+  }
 
   HostExecConfig cfg_;
   WaitFailure failure_ = WaitFailure::kNone;
   WaitSite failed_site_{};
   size_t mismatch_expected_ = 0;
   int32_t mismatch_got_ = 0;
-  bool flag_warned_ = false;  // poll_backoff warned about a stuck flag wait
+  int watch_code_ = 0;
+  std::string watch_why_;
+  WaitState flag_state_;  // the flag wait poll_backoff is in
 };
 
 

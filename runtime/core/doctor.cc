@@ -1,0 +1,229 @@
+#include "core/doctor.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "base/board.h"
+#include "base/log.h"
+#include "base/param.h"
+#include "base/sync.h"
+#include "core/comm.h"
+#include "kernels/describe.h"
+
+namespace cclab {
+
+namespace {
+
+// Raised by the SIGUSR1 handler (async-signal-safe: a lock-free atomic); every doctor with a sleeping
+// wait prints its board's report once per raise.
+std::atomic<uint64_t> g_signals{0};
+
+void on_sigusr1(int) { g_signals.fetch_add(1, std::memory_order_relaxed); }
+
+void install_signal_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (param_int("CCLAB_DOCTOR_SIGNAL", 1) == 0) return;
+    struct sigaction old;
+    if (sigaction(SIGUSR1, nullptr, &old) != 0) return;
+    // The program's own SIGUSR1 handling (or an ignore) stays as it is.
+    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigusr1;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, nullptr);
+  });
+}
+
+constexpr double kConfirmUs = 200e3;
+
+bool process_dead(int pid) { return pid > 0 && !process_alive(pid); }
+
+}  // namespace
+
+class Doctor {
+ public:
+  explicit Doctor(ncclComm_t comm) : comm_(comm) {}
+  Board board;
+  ncclComm_t comm_;
+  std::atomic<uint64_t> coll_seq{0};  // collectives begun
+  std::atomic<uint64_t> cur_seq{0};   // the operation running last begun (its waits name it)
+  std::mutex mu;
+  uint64_t candidate = 0;      // a certain verdict seen first at candidate_us: acted on when a poll
+  double candidate_us = 0;     // kConfirmUs later still finds it
+  std::atomic<uint64_t> signals_seen{0};
+  double stuck_warn_us = 30e6;
+
+  // The report of this board's snapshot, printed once per key (across the board's ranks).
+  void report(const BoardVerdict& v, uint64_t key, bool forced) {
+    if (!forced && !board_claim_report(board.header(), key)) return;
+    std::vector<std::string> lines;
+    lines.push_back(std::string("doctor: ") + (forced ? "SIGUSR1: " : "") + v.summary);
+    lines.insert(lines.end(), v.lines.begin(), v.lines.end());
+    log_report(lines, forced);
+  }
+};
+
+void doctor_attach(ncclComm_t comm) {
+  auto d = std::make_shared<Doctor>(comm);
+  d->stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+  if (param_int("CCLAB_DOCTOR", 1) != 0) {
+    char nonce[24];
+    snprintf(nonce, sizeof nonce, "%08llx", static_cast<unsigned long long>(comm->peers[0].nonce & 0xffffffffull));
+    std::string why;
+    if (d->board.open(comm->id_hash + "-" + nonce, comm->nranks, comm->rank, comm->peers[comm->rank].host_hash, &why)) {
+      install_signal_once();
+      CCLAB_INFO(kLogInit, "doctor: status board %s (cclab doctor reads it; SIGUSR1 prints its report)",
+                 d->board.name().c_str());
+    } else {
+      CCLAB_INFO(kLogInit, "doctor: no status board (%s): stuck waits are reported without the other ranks' state",
+                 why.c_str());
+    }
+  }
+  comm->doctor = std::move(d);
+}
+
+void doctor_detach(ncclComm_t comm) { comm->doctor.reset(); }
+
+void doctor_coll_begin(ncclComm_t comm, uint64_t seq, int coll, size_t count, int dtype, int redop, int root,
+                       const char* algo, int proto, int nchannels) {
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr) return;
+  d->cur_seq.store(seq, std::memory_order_relaxed);
+  if (!d->board.is_open()) return;
+  BoardOp o{};
+  o.seq = seq;
+  o.coll_seq = d->coll_seq.fetch_add(1, std::memory_order_relaxed);
+  o.kind = kBoardColl;
+  o.coll = coll;
+  o.dtype = dtype;
+  o.redop = redop;
+  o.root = root;
+  o.count = count;
+  o.nchannels = nchannels;
+  o.proto = proto;
+  o.peer = -1;
+  o.begin_us = 0;
+  snprintf(o.algo, sizeof o.algo, "%s", algo);
+  d->board.op_begin(o);
+}
+
+void doctor_p2p_begin(ncclComm_t comm, uint64_t seq, int nops, int first_peer, size_t bytes) {
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr) return;
+  d->cur_seq.store(seq, std::memory_order_relaxed);
+  if (!d->board.is_open()) return;
+  BoardOp o{};
+  o.seq = seq;
+  o.coll_seq = d->coll_seq.load(std::memory_order_relaxed);
+  o.kind = kBoardP2p;
+  o.coll = -1;
+  o.count = bytes;
+  o.peer = first_peer;
+  o.npeers = nops;
+  o.nchannels = 1;
+  o.proto = kProtoSimple;
+  snprintf(o.algo, sizeof o.algo, "%s", "p2p");
+  d->board.op_begin(o);
+}
+
+void doctor_op_end(ncclComm_t comm, uint64_t seq, bool ok, const std::string& error) {
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr || !d->board.is_open()) return;
+  d->board.op_end(seq, ok, error.c_str());
+}
+
+void doctor_report_now(ncclComm_t comm) {
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr || !d->board.is_open()) return;
+  BoardVerdict v = board_judge(board_snapshot(d->board), 0);
+  d->report(v, v.key | (1ull << 62), false);
+}
+
+void doctor_wait_begin(void* ctx, const WaitSite& site) {
+  Doctor* d = static_cast<ncclComm_t>(ctx)->doctor.get();
+  if (d == nullptr || !d->board.is_open()) return;
+  BoardWait w{};
+  w.since_us = 0;  // now
+  w.op_seq = d->cur_seq.load(std::memory_order_relaxed);
+  w.step = site.step;
+  w.channel = site.channel;
+  w.peer = site.peer;
+  w.for_data = site.for_data ? 1 : 0;
+  w.prim = static_cast<int32_t>(site.prim);
+  d->board.wait_begin(board_wait_index(site.channel, site.for_data), w);
+}
+
+void doctor_wait_end(void* ctx, const WaitSite& site) {
+  Doctor* d = static_cast<ncclComm_t>(ctx)->doctor.get();
+  if (d == nullptr || !d->board.is_open()) return;
+  d->board.wait_end(board_wait_index(site.channel, site.for_data));
+}
+
+int doctor_wait_poll(void* ctx, const WaitSite& site, double waited_us, std::string* why) {
+  ncclComm_t comm = static_cast<ncclComm_t>(ctx);
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr) return 0;
+  // The peer's process, when it is another process of this host (SHM, or NET over loopback).
+  const PeerInfo& me = comm->peers[comm->rank];
+  if (site.peer >= 0 && site.peer < comm->nranks) {
+    const PeerInfo& p = comm->peers[site.peer];
+    if (p.host_hash == me.host_hash && p.pid != me.pid && process_dead(p.pid)) {
+      // A peer that left the communicator before its process ended did not die: it left without calling.
+      const bool left = d->board.is_open() &&
+                        __atomic_load_n(&d->board.slot(site.peer)->state, __ATOMIC_ACQUIRE) == kBoardSlotLeft;
+      char buf[512];
+      snprintf(buf, sizeof buf,
+               left ? "rank %d channel %d: rank %d (pid %d) left the communicator (ncclCommDestroy / ncclCommAbort) and "
+                      "its process ended while this rank waited for %s from it for step %llu"
+                    : "rank %d channel %d: rank %d (pid %d) died: its process ended while this rank waited for %s from it "
+                      "for step %llu",
+               site.rank, site.channel, site.peer, p.pid, site.for_data ? "data" : "FIFO credits",
+               static_cast<unsigned long long>(site.step));
+      *why = buf;
+      if (d->board.is_open()) {
+        BoardVerdict v = board_judge(board_snapshot(d->board), 0);
+        d->report(v, v.key, false);
+      }
+      return left ? ncclInvalidUsage : ncclRemoteError;
+    }
+  }
+  if (!d->board.is_open()) return 0;
+  const uint64_t sig = g_signals.load(std::memory_order_relaxed);
+  uint64_t seen = d->signals_seen.load(std::memory_order_relaxed);
+  if (sig != seen && d->signals_seen.compare_exchange_strong(seen, sig)) {
+    BoardVerdict v = board_judge(board_snapshot(d->board), 0);
+    d->report(v, v.key, true);
+  }
+  if (waited_us < 1e6) return 0;
+  BoardVerdict v = board_judge(board_snapshot(d->board), 0.5e6);
+  if (v.certain) {
+    // Act on a verdict two polls kConfirmUs apart agree on: a record read while its rank was writing it
+    // cannot end a run.
+    {
+      std::lock_guard<std::mutex> lk(d->mu);
+      if (d->candidate != v.key) {
+        d->candidate = v.key;
+        d->candidate_us = now_us();
+        return 0;
+      }
+      if (now_us() - d->candidate_us < kConfirmUs) return 0;
+    }
+    d->report(v, v.key, false);
+    *why = "rank " + std::to_string(site.rank) + ": " + v.summary + " (the doctor's verdict: " +
+           describe_wait(site) + "; the report lists every rank)";
+    return v.code;
+  }
+  if (waited_us >= d->stuck_warn_us) d->report(v, v.key | (1ull << 63), false);
+  return 0;
+}
+
+}  // namespace cclab

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# tests/runtime/doctor_test.sh PROG CCLAB - the staged hangs of issue 22 end in seconds, with default
+# settings, each with the doctor's verdict (core/doctor.h); a late rank is reported and then completes;
+# SIGUSR1 and `cclab doctor` print the board of a stuck job. PROG is doctor_prog, CCLAB the cclab tool.
+set -u
+prog=$1
+cclab=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; sed 's/^/    /' "$work/out" | cut -c1-400; failures=$((failures + 1)); }
+boards_before=$(ls /dev/shm 2>/dev/null | grep -c '^cclab-board-')
+
+# run NAME MODE KIND LIMIT_S: doctor_prog with NCCL_DEBUG and CCLAB_TIMEOUT unset; must end in LIMIT_S.
+run() {
+  local name=$1 mode=$2 kind=$3 limit=$4
+  local start=$SECONDS
+  env -u NCCL_DEBUG -u NCCL_DEBUG_SUBSYS -u CCLAB_TIMEOUT -u CCLAB_STUCK_WARN -u CCLAB_DOCTOR \
+    timeout 60 "$prog" "$mode" "$kind" >"$work/out" 2>&1
+  rc=$?
+  took=$((SECONDS - start))
+  [ "$rc" = 0 ] || fail "$name: exited $rc (124: a hang)"
+  [ "$took" -le "$limit" ] || fail "$name: took $took s, more than $limit"
+}
+expect() {  # NAME PATTERN: a line of the output matches
+  grep -q -- "$2" "$work/out" || fail "$1: no line matching '$2'"
+}
+count_errors() {  # NAME N: N rank lines end with an error
+  local n
+  n=$(grep -c "^rank [0-3]: \(invalid usage\|remote process\)" "$work/out")
+  [ "$n" = "$2" ] || fail "$1: $n ranks returned an error, expected $2"
+}
+
+for kind in procs threads; do
+  # A count mismatch and a different collective: found by the sizes at once; the report shows what
+  # every rank called.
+  run "$kind count" count "$kind" 10
+  count_errors "$kind count" 4
+  expect "$kind count" "same count and datatype"
+  expect "$kind count" "doctor: collective #0 differs between ranks: .*rank 3 called all_reduce(524288 x float32, sum)"
+  expect "$kind count" "doctor: collective #0 differs between ranks: .*ranks\\? [0-9, -]* called all_reduce(1048576 x float32, sum)"
+  run "$kind coll" coll "$kind" 10
+  count_errors "$kind coll" 4
+  expect "$kind coll" "doctor: collective #0 differs between ranks: rank 3 called all_gather(1048576 x float32); ranks\? [0-9, -]* called all_reduce(1048576 x float32, sum)"
+  # A rank that destroys its communicator without calling: the others end with the verdict.
+  run "$kind left" left "$kind" 10
+  count_errors "$kind left" 3
+  # (a process that left may also have ended by then: either way the others say it left)
+  expect "$kind left" "^rank [0-2]: invalid usage.*rank 3 \\(left the communicator .* without calling collective #0, all_reduce(1048576 x float32, sum)\\|(pid [0-9]*) left the communicator\\)"
+  expect "$kind left" "doctor: rank 3 left the communicator"
+  expect "$kind left" "rank 3 (pid [0-9]*): left"
+done
+
+# A dead process (SHM peers): found by watching the peer's process, no CCLAB_TIMEOUT.
+run "dead" dead procs 10
+count_errors "dead" 3
+expect "dead" "^rank [0-2]: remote process.*rank 3 (pid [0-9]*) died"
+expect "dead" "doctor: rank 3 (pid [0-9]*) died"
+
+# A late rank (8 s) is not an error: the report names it after CCLAB_STUCK_WARN, SIGUSR1 prints the
+# board again, `cclab doctor` reads it from outside; then the all_reduce completes right.
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT CCLAB_STUCK_WARN=2 timeout 60 "$prog" missing procs >"$work/out" 2>&1 &
+job=$!
+sleep 3.5
+"$cclab" doctor >"$work/doctor" 2>&1
+doctor_rc=$?
+rank0=$(pgrep -P "$(pgrep -P $job -f "$prog" | head -1)" 2>/dev/null | head -1)
+[ -n "$rank0" ] && kill -USR1 "$rank0"
+wait $job
+rc=$?
+[ "$rc" = 0 ] || fail "missing: exited $rc"
+[ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "missing: not every rank got the right sum once rank 3 came"
+expect "missing" "doctor: rank 3 has not called collective #0, all_reduce(1048576 x float32, sum)"
+expect "missing" "rank 0 (pid [0-9]*): in op #0, collective #0: all_reduce(1048576 x float32, sum), Ring/Simple"
+expect "missing" "waits for data from rank 3 on channel 0"
+if [ -n "$rank0" ]; then expect "missing" "doctor: SIGUSR1: rank 3 has not called"; else fail "missing: found no rank process to signal"; fi
+[ "$doctor_rc" = 1 ] || { cp "$work/doctor" "$work/out"; fail "cclab doctor: exit $doctor_rc, expected 1 (stuck)"; }
+grep -q "verdict: rank 3 has not called collective #0" "$work/doctor" || { cp "$work/doctor" "$work/out"; fail "cclab doctor: no verdict naming rank 3"; }
+
+# Threads: the same late rank, reported in-process.
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT CCLAB_STUCK_WARN=2 timeout 60 "$prog" missing threads >"$work/out" 2>&1
+[ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "threads missing: not every rank got the right sum"
+expect "threads missing" "doctor: rank 3 has not called collective #0"
+
+# No misuse, no report; and every board is gone once its job ends.
+run "ok" ok procs 10
+[ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "ok: not every rank got the right sum"
+if grep -q "doctor:" "$work/out"; then fail "ok: a report without a hang"; fi
+boards_after=$(ls /dev/shm 2>/dev/null | grep -c '^cclab-board-')
+[ "$boards_after" -le "$boards_before" ] || fail "boards left behind: $boards_before before, $boards_after after"
+
+[ "$failures" = 0 ] && echo "doctor: all cases passed" && exit 0
+exit 1
