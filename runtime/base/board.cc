@@ -368,6 +368,10 @@ BoardVerdict board_judge(const BoardSnapshot& s, double min_wait_us) {
     }
     v.lines.push_back(line);
     for (const BoardWait* w : waits[r])
+      if (w->step == kConnectStep)
+        v.lines.push_back(string_printf("      waits for rank %d to connect on channel %d (its first call of this operation) for %.1f s",
+                                        w->peer, w->channel, (s.now_us - w->since_us) / 1e6));
+      else
       v.lines.push_back(string_printf("      waits for %s from rank %d on channel %d for step %llu (%s) for %.1f s",
                             w->for_data ? "data" : "FIFO credits", w->peer, w->channel,
                             static_cast<unsigned long long>(w->step), prim_name(static_cast<PrimKind>(w->prim)),

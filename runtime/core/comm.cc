@@ -19,8 +19,10 @@
 #include "base/param.h"
 #include "graph/algo_proto.h"
 #include "core/backend.h"
+#include "core/doctor.h"
 #include "core/enqueue.h"
 #include "core/recorder.h"
+#include "kernels/describe.h"
 #include "kernels/proto_ll.h"
 #include "transport/net.h"
 
@@ -172,6 +174,41 @@ ncclResult_t connect_recv(ncclComm_t comm, Conn* conn, char kind, int c, int pee
   return ncclSuccess;
 }
 
+// A sender waiting for its peer to create the connection (the peer's first call of an operation that
+// needs it: NCCL's runtime connect): reported as a stuck wait after CCLAB_STUCK_WARN seconds and shown
+// on the doctor's board (core/doctor.h), which ends it when the peer can never come (it left, died, or
+// called another collective).
+class ConnectWait {
+ public:
+  ConnectWait(ncclComm_t comm, int channel, int peer)
+      : comm_(comm), site_{comm->rank, channel, peer, kConnectStep, false, PrimKind::kSend},
+        warn_us_(static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6) {}
+  ~ConnectWait() {
+    if (begun_) doctor_wait_end(comm_, site_);
+  }
+  ConnectWatch watch() {
+    if (comm_->doctor == nullptr) return {};
+    return [this](double waited_us, std::string* why) {
+      if (!begun_) {
+        begun_ = true;
+        doctor_wait_begin(comm_, site_);
+      }
+      if (!warned_ && warn_us_ > 0 && waited_us > warn_us_) {
+        warned_ = true;
+        log_alert(__FILE__, __LINE__, "%s for %.0f s: has it called this operation?", describe_wait(site_).c_str(),
+                  waited_us / 1e6);
+      }
+      return doctor_wait_poll(comm_, site_, waited_us, why);
+    };
+  }
+
+ private:
+  ncclComm_t comm_;
+  WaitSite site_;
+  double warn_us_;
+  bool begun_ = false, warned_ = false;
+};
+
 ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int peer, int buff_bytes) {
   ncclResult_t r = pick_transport(comm, peer, &conn->kind);
   if (r != ncclSuccess) return r;
@@ -183,7 +220,7 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
     r = net_connect_send(net_spec(comm, kind, c, comm->rank, peer, buff_bytes), &conn->seg);
   else
     r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
-                     &comm->abort_flag, timeout, &conn->seg);
+                     &comm->abort_flag, timeout, &conn->seg, ConnectWait(comm, kind == 'p' ? 0 : c, peer).watch());
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();

@@ -183,11 +183,9 @@ int doctor_wait_poll(void* ctx, const WaitSite& site, double waited_us, std::str
       char buf[512];
       snprintf(buf, sizeof buf,
                left ? "rank %d channel %d: rank %d (pid %d) left the communicator (ncclCommDestroy / ncclCommAbort) and "
-                      "its process ended while this rank waited for %s from it for step %llu"
-                    : "rank %d channel %d: rank %d (pid %d) died: its process ended while this rank waited for %s from it "
-                      "for step %llu",
-               site.rank, site.channel, site.peer, p.pid, site.for_data ? "data" : "FIFO credits",
-               static_cast<unsigned long long>(site.step));
+                      "its process ended, while %s"
+                    : "rank %d channel %d: rank %d (pid %d) died: its process ended while %s",
+               site.rank, site.channel, site.peer, p.pid, describe_wait(site).c_str());
       *why = buf;
       if (d->board.is_open()) {
         BoardVerdict v = board_judge(board_snapshot(d->board), 0);

@@ -107,9 +107,22 @@ ncclResult_t shm_create(const std::string& name, size_t bytes, std::shared_ptr<S
   return ncclSuccess;
 }
 
+// Polls `watch` (when given) every kWatchEveryUs of a connection wait; a non-zero code ends the wait.
+constexpr double kWatchEveryUs = 250e3;
+ncclResult_t poll_watch(const ConnectWatch& watch, double start, double* next) {
+  if (!watch) return ncclSuccess;
+  const double waited = now_us() - start;
+  if (waited < *next) return ncclSuccess;
+  *next = waited + kWatchEveryUs;
+  std::string why;
+  if (const int code = watch(waited, &why)) return report_error(static_cast<ncclResult_t>(code), "%s", why.c_str());
+  return ncclSuccess;
+}
+
 ncclResult_t shm_open_wait(const std::string& name, size_t bytes, const std::atomic<int>* abort, double timeout_s,
-                           std::shared_ptr<Segment>* out) {
-  const double deadline = now_us() + timeout_s * 1e6;
+                           std::shared_ptr<Segment>* out, const ConnectWatch& watch) {
+  const double start = now_us(), deadline = start + timeout_s * 1e6;
+  double next_watch = kWatchEveryUs;
   for (;;) {
     int fd = shm_open(name.c_str(), O_RDWR, 0600);
     if (fd >= 0) {
@@ -131,6 +144,7 @@ ncclResult_t shm_open_wait(const std::string& name, size_t bytes, const std::ato
       return report_error(ncclSystemError, "SHM: shm_open(%s) failed: %s", name.c_str(), strerror(errno));
     }
     if (abort && abort->load()) return report_error(ncclInternalError, "SHM: connecting %s aborted", name.c_str());
+    if (const ncclResult_t w = poll_watch(watch, start, &next_watch)) return w;
     if (now_us() > deadline)
       return report_error(ncclSystemError, "SHM: peer never created %s (waited %.0f s)", name.c_str(), timeout_s);
     std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -160,11 +174,13 @@ ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t 
 }
 
 ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t bytes, const std::atomic<int>* abort,
-                          double timeout_s, std::shared_ptr<Segment>* out) {
-  if (kind == TransportKind::kShm) return shm_open_wait(name, bytes, abort, timeout_s, out);
+                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch) {
+  if (kind == TransportKind::kShm) return shm_open_wait(name, bytes, abort, timeout_s, out, watch);
   Registry& r = registry();
   std::unique_lock<std::mutex> lk(r.mu);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  const double start = now_us();
+  double next_watch = kWatchEveryUs;
   for (;;) {
     auto it = r.published.find(name);
     if (it != r.published.end()) {
@@ -175,6 +191,12 @@ ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t by
       return ncclSuccess;
     }
     if (abort && abort->load()) return report_error(ncclInternalError, "P2P: connecting %s aborted", name.c_str());
+    if (watch) {
+      lk.unlock();  // the watcher reads the board and may print: not under the registry's lock
+      const ncclResult_t w = poll_watch(watch, start, &next_watch);
+      lk.lock();
+      if (w != ncclSuccess) return w;
+    }
     if (std::chrono::steady_clock::now() > deadline)
       return report_error(ncclSystemError, "P2P: peer never created %s (waited %.0f s)", name.c_str(), timeout_s);
     r.cv.wait_for(lk, std::chrono::milliseconds(10));

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,9 +43,14 @@ class Segment {
 // `ready` flag set.
 ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out);
 
+// Watches a wait for a connection (core/comm.cc: the doctor): called about every 250 ms with the
+// microseconds waited; a non-zero ncclResult_t ends the wait with that code and *why.
+using ConnectWatch = std::function<int(double waited_us, std::string* why)>;
+
 // Sender side: waits until the receiver has created `name`, then maps it. Polls `abort` (non-zero:
-// give up) and gives up after `timeout_s` seconds with an error naming the connection.
+// give up) and `watch` (when given), and gives up after `timeout_s` seconds with an error naming the
+// connection.
 ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t bytes, const std::atomic<int>* abort,
-                          double timeout_s, std::shared_ptr<Segment>* out);
+                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch = {});
 
 }  // namespace cclab

@@ -6,6 +6,8 @@
  *   dead     its process dies without calling (procs only: _exit)
  *   missing  sleeps 8 s, then calls (late, not wrong)
  *   ok       calls it like the others
+ * MODE-small (e.g. left-small) all-reduces 1 float instead: its protocol's connections are made at its
+ * first call (NCCL's runtime connect), so the others wait for rank 3 to connect rather than for data.
  * Ranks are threads of this process or (procs, the default) forked processes. Each rank prints one
  * line, "rank R: <error string>: <last error>" and "sum right" when its result is exact; the exit
  * status is 0 when every live rank returned (whatever it returned), so a hang shows as a time-out. */
@@ -22,12 +24,13 @@
 enum { kRanks = 4, kCount = 1 << 20 };
 static ncclUniqueId id;
 static const char* mode = "ok";
+static size_t count = kCount;
 
 static void rank_main(int r) {
   ncclComm_t comm;
   float* buf = malloc(sizeof(float) * kCount);
   float* out = malloc(sizeof(float) * kCount * kRanks);
-  for (size_t i = 0; i < kCount; ++i) buf[i] = (float)(r + 1);
+  for (size_t i = 0; i < count; ++i) buf[i] = (float)(r + 1);
   ncclResult_t res = ncclCommInitRank(&comm, kRanks, id, r);
   char error[1024] = "";
   if (res != ncclSuccess) {
@@ -48,14 +51,14 @@ static void rank_main(int r) {
   }
   if (odd && strcmp(mode, "missing") == 0) sleep(8);
   if (odd && strcmp(mode, "coll") == 0) {
-    res = ncclAllGather(buf, out, kCount, ncclFloat, comm, NULL);
+    res = ncclAllGather(buf, out, count, ncclFloat, comm, NULL);
   } else {
-    const size_t n = odd && strcmp(mode, "count") == 0 ? kCount / 2 : kCount;
+    const size_t n = odd && strcmp(mode, "count") == 0 ? count / 2 : count;
     res = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, NULL);
   }
   if (res != ncclSuccess) snprintf(error, sizeof error, "%s", ncclGetLastError(comm));
   int right = res == ncclSuccess;
-  for (size_t i = 0; right && i < kCount; ++i) right = buf[i] == 10.0f;
+  for (size_t i = 0; right && i < count; ++i) right = buf[i] == 10.0f;
   printf("rank %d: %s: %s%s\n", r, ncclGetErrorString(res), error, right ? "sum right" : "");
   fflush(stdout);
   if (res != ncclSuccess) ncclCommAbort(comm);
@@ -70,7 +73,16 @@ static void* thread_main(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc > 1) mode = argv[1];
+  static char name[64];
+  if (argc > 1) {
+    snprintf(name, sizeof name, "%s", argv[1]);
+    char* dash = strstr(name, "-small");
+    if (dash != NULL) {
+      *dash = '\0';
+      count = 1;
+    }
+    mode = name;
+  }
   const int threads = argc > 2 && strcmp(argv[2], "threads") == 0;
   if (ncclGetUniqueId(&id) != ncclSuccess) return 2;
   if (threads) {

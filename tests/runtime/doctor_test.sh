@@ -52,6 +52,16 @@ for kind in procs threads; do
   expect "$kind left" "rank 3 (pid [0-9]*): left"
 done
 
+# The same where the others wait for rank 3 to connect (a 4-byte all_reduce: its protocol connects at
+# its first call): the connection wait is on the board too.
+run "left-small" left-small procs 30
+count_errors "left-small" 3
+expect "left-small" "doctor: rank 3 left the communicator"
+expect "left-small" "waits for rank 3 to connect on channel 0"
+run "threads left-small" left-small threads 30
+count_errors "threads left-small" 3
+expect "threads left-small" "^rank [0-2]: invalid usage.*rank 3 left the communicator"
+
 # A dead process (SHM peers): found by watching the peer's process, no CCLAB_TIMEOUT.
 run "dead" dead procs 30
 count_errors "dead" 3
