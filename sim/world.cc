@@ -3,6 +3,7 @@
 #include "sim/world.h"
 
 #include <simgrid/s4u.hpp>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,13 @@ namespace sg4 = simgrid::s4u;
 
 namespace cclab {
 namespace sim {
+
+void SimConn::Free::operator()(char* p) const {
+  if (mapped != 0)
+    munmap(p, mapped);
+  else
+    std::free(p);
+}
 
 // ---- SimExec ------------------------------------------------------------------------------------
 
@@ -430,12 +438,22 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   auto c = std::make_unique<SimConn>();
   const size_t buff = static_cast<size_t>(proto_buff_[proto]);
   // Timing-only runs keep the header alone (128-byte aligned, its size a multiple of that); payload runs
-  // the whole FIFO, page-aligned so the slots at kFifoDataOffset are too.
-  const size_t align = cfg_.payload ? 4096 : alignof(ConnFifoHeader);
-  const size_t bytes = (cfg_.payload ? fifo_total_bytes(buff) : sizeof(ConnFifoHeader)) + align - 1;
-  c->mem.reset(static_cast<char*>(std::aligned_alloc(align, bytes / align * align)));
-  if (c->mem == nullptr) throw std::bad_alloc();
-  std::memset(c->mem.get(), 0, bytes / align * align);
+  // the whole FIFO, page-aligned so the slots at kFifoDataOffset are too. A FIFO starts zeroed. Payload
+  // FIFOs are anonymous mappings, zero pages until written, so a connection costs the slots it uses:
+  // writing zeros over all of them made a 4 MiB TwoShot all_reduce on dgx-h100:2 (every pair of 16
+  // GPUs connected on every channel) hold 12-24 GiB and die of the OOM killer beside other jobs.
+  if (cfg_.payload) {
+    const size_t bytes = (fifo_total_bytes(buff) + 4095) / 4096 * 4096;
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    c->mem = std::unique_ptr<char, SimConn::Free>(static_cast<char*>(p), SimConn::Free{bytes});
+  } else {
+    const size_t align = alignof(ConnFifoHeader);
+    const size_t bytes = (sizeof(ConnFifoHeader) + align - 1) / align * align;
+    c->mem.reset(static_cast<char*>(std::aligned_alloc(align, bytes)));
+    if (c->mem == nullptr) throw std::bad_alloc();
+    std::memset(c->mem.get(), 0, bytes);
+  }
   ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(c->mem.get());
   hdr->head.waiters = static_cast<uint32_t>(waits_.size());
   waits_.emplace_back();

@@ -40,8 +40,12 @@ namespace sim {
 // One direction of one connection (sender -> receiver on a channel) for one protocol: the shared
 // header and, in payload mode, the data slots; the two ends' ConnInfo.
 struct SimConn {
+  // `mapped` bytes of an anonymous mapping (payload mode), else from aligned_alloc.
   struct Free {
-    void operator()(char* p) const { std::free(p); }
+    Free() : mapped(0) {}
+    explicit Free(size_t mapped_bytes) : mapped(mapped_bytes) {}
+    size_t mapped;
+    void operator()(char* p) const;
   };
   // Header (+ data in payload mode), aligned as the header's counters require (alignas(128)), and the
   // data slots at their page offset.

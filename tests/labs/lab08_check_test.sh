@@ -8,7 +8,9 @@
 #   renamed    kName changed: the hint to keep MyAllReduce (~3 s)
 #   hang       the solution whose exchanges are a send then a receive (both ranks send first): right up to
 #              a FIFO's worth, then at 32 MiB on 4 ranks the stuck wait's report and the hint about
-#              sendrecv, within the time limit (~15 s)
+#              sendrecv, within the time limit (~30 s). The limit (--timeout 40: CCLAB_TIMEOUT=20 in the
+#              runs) also bounds the 2- and 3-rank sweeps before it, which must pass: 3 s each on an idle
+#              machine, 15 s under a loaded ctest -j4 (20 s failed there)
 #   solution   labs/solutions/08-your-own-algorithm passes every check (~20 s)
 # The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
@@ -56,13 +58,13 @@ case "$case" in
     solution_variant hang '      p.sendrecv_reduce(partner, at(send_lo), send_hi - send_lo, partner, at(keep_lo), keep_lo, keep_hi - keep_lo,
                         d == 1);' '      p.send(partner, at(send_lo), send_hi - send_lo);
       p.recv_reduce(partner, at(keep_lo), keep_lo, keep_hi - keep_lo, d == 1);'
-    check "$work/hang" --timeout 20
+    check "$work/hang" --timeout 40
     expect_rc 1
     expect "host backend, 3 ranks, every type and op pass"
     expect "host backend, 4 ranks, float sum FAIL"
     expect "waiting for FIFO credits from rank"
     expect "Two ranks that both send first to each other must use sendrecv"
-    [[ $seconds -le 60 ]] || fail "the check took $seconds s; the hang must end at its time limit"
+    ends_within "host backend, 4 ranks, float sum" 40
     ;;
   solution)
     check "$solution"

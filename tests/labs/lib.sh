@@ -18,6 +18,24 @@ check() {
   rc=$?
   seconds=$((SECONDS - t0))
 }
+# check_seconds NAME: the time column of the check NAME in the table ("" when there is no such row).
+check_seconds() {
+  awk -v name="$1" '
+    { line = $0; sub(/^ *[0-9]+  /, "", line) }
+    index(line, name) == 1 && match(line, /(pass|FAIL|skip) +[0-9.]+ s$/) {
+      t = substr(line, RSTART); sub(/^[a-zA-Z]+ +/, "", t); sub(/ s$/, "", t); print t; exit
+    }' "$out"
+}
+# ends_within NAME LIMIT: the check NAME ended at its time limit of LIMIT seconds, by its own time in the
+# table (plus 2 s for the grader's kill and reap). Not the whole run's time: that also counts the compiler
+# and the simulator checks, which no limit bounds and which a loaded machine makes several times slower.
+ends_within() {
+  local t
+  t="$(check_seconds "$1")"
+  [[ -n "$t" ]] || fail "no row for the check '$1' in the table"
+  awk -v t="$t" -v l="$2" 'BEGIN { exit !(t <= l + 2) }' ||
+    fail "the check '$1' took $t s; the hang must end at its time limit ($2 s)"
+}
 # The output contains $1, with runs of blanks and line breaks as one blank (the table wraps long lines).
 expect() {
   local flat want

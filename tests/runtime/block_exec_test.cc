@@ -506,17 +506,31 @@ TEST(BlockExecLL128, AGroupWaitsForEachLinesFlag) {
     EXPECT_EQ(done.load(), 0) << "no line carries its flag yet";
     flag_line(0);
     flag_line(1);
+    // Peeks at the output while the lanes still run: unsynchronised on purpose (nothing orders the
+    // lanes' stores before them), so ThreadSanitizer is told to ignore these reads. Lines 0 and 1 are
+    // waited for (bounded), not given a fixed time: on a loaded machine 12 lanes that vote on every
+    // poll can take far longer than 100 ms to take two lines (the check failed 9 times in 40 there).
+    const auto lines01_in = [&] {
+      peek_begin();
+      const bool in = std::memcmp(out.data(), data.data(), 2 * kN / kLines * sizeof(float)) == 0;
+      peek_end();
+      return in;
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    bool lines01 = lines01_in();
+    while (!lines01 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      lines01 = lines01_in();
+    }
+    EXPECT_TRUE(lines01) << "lines 0 and 1";
+    // A group that took line 2 without its flag has had time to by now.
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_EQ(done.load(), 0) << "the last line has no flag yet";
-    // A peek at the output while the lanes still run: unsynchronised on purpose (nothing orders the
-    // lanes' stores before it but the sleep), so ThreadSanitizer is told to ignore these reads.
     peek_begin();
-    const bool lines01 = std::memcmp(out.data(), data.data(), 2 * kN / kLines * sizeof(float)) == 0;
     size_t early = kN;  // the first element of line 2 already written, if any
     for (size_t i = 2 * kN / kLines; i < kN && early == kN; ++i)  // every part of it, not only the flag lane's
       if (out[i] != -1.0f) early = i;
     peek_end();
-    EXPECT_TRUE(lines01) << "lines 0 and 1";
     EXPECT_EQ(early, kN) << "element " << early << " of line 2 was read before the line's flag";
     flag_line(2);
     for (auto& t : threads) t.join();
