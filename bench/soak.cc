@@ -26,14 +26,15 @@
 // end of a receive buffer (64 guard bytes), a non-root's out-of-place reduce receive buffer is untouched.
 //
 //   cclab_soak [--ops N] [--seed S] [--ranks MAX] [--phases P] [--procs] [--max-bytes B]
-//              [--max-rss-growth-mib M] [--epoch ITERS] [--progress SEC] [--inline]
+//              [--max-rss-growth-mib M] [--max-heap-growth-mib M] [--epoch ITERS] [--progress SEC] [--inline]
 //
 // Prints the seed (rerun with --seed to reproduce), progress, ops/s, wrong results and VmRSS/VmHWM at
 // the start, after warm-up (the first communicator change after 10% of the phase's operations, at most
 // 2000) and at the end of each phase; warm-up and end are taken between communicators, when none is
 // alive, after malloc_trim(0), so they compare the same state. Exit status: 0 when every byte was right and
-// nothing failed, 1 on a wrong result, 2 on an NCCL error or a crash, 3 when the RSS grew past the
-// --max-rss-growth-mib bound between warm-up and the end of a phase, 64 on bad usage.
+// nothing failed, 1 on a wrong result, 2 on an NCCL error or a crash, 3 when the RSS or malloc's bytes in
+// use (mallinfo2) grew past --max-rss-growth-mib / --max-heap-growth-mib between warm-up and the end of
+// a phase, 64 on bad usage.
 #include <nccl.h>
 #include <cclab/cclab.h>
 
@@ -69,6 +70,7 @@ struct Options {
   bool inline_run = false;  // one phase in this process (no fork), environment as inherited
   size_t max_bytes = 4u << 20;
   double max_rss_growth_mib = -1;  // < 0: report only
+  double max_heap_growth_mib = -1; // the same for malloc's bytes in use (mallinfo2)
   double progress_s = 10;          // seconds between progress lines
   int epoch = 400;                 // most iterations (groups) on one communicator
 };
@@ -285,9 +287,13 @@ struct Shared {
   } per_rank[64];
 };
 
-struct RssSample { long rss_kib = 0, hwm_kib = 0; };
+// heap_kib: what malloc has handed out and not got back (glibc's mallinfo2: arenas + mmapped chunks), to
+// tell memory in use from memory the allocator keeps.
+struct RssSample { long rss_kib = 0, hwm_kib = 0, heap_kib = 0; };
 RssSample read_rss() {
   RssSample s;
+  const struct mallinfo2 mi = mallinfo2();
+  s.heap_kib = static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
   FILE* f = fopen("/proc/self/status", "r");
   if (!f) return s;
   char line[256];
@@ -647,8 +653,9 @@ bool RankRunner::run() {
         uint64_t wrong = 0;
         for (int i = 0; i < world_; ++i) wrong += sh_->per_rank[i].wrong_ops;
         printf("[phase %d] %" PRIu64 "/%" PRIu64 " ops, %" PRIu64 " wrong, %.0f ops/s, VmRSS %.1f MiB now, %.1f MiB "
-               "at the last communicator change\n",
-               phase_, done, ops_, wrong, static_cast<double>(done) / secs, r.rss_kib / 1024.0, res_->end.rss_kib / 1024.0);
+               "at the last communicator change (malloc in use %.1f MiB)\n",
+               phase_, done, ops_, wrong, static_cast<double>(done) / secs, r.rss_kib / 1024.0, res_->end.rss_kib / 1024.0,
+               res_->end.heap_kib / 1024.0);
         fflush(stdout);
       }
     }
@@ -760,6 +767,8 @@ int run_phase(const Options& o, int phase, uint64_t seed, uint64_t ops, PhaseRes
   if (res->wrong_ops) return 1;
   const double growth_mib = (res->end.rss_kib - res->warm.rss_kib) / 1024.0;
   if (o.max_rss_growth_mib >= 0 && growth_mib > o.max_rss_growth_mib) return 3;
+  const double heap_growth_mib = (res->end.heap_kib - res->warm.heap_kib) / 1024.0;
+  if (o.max_heap_growth_mib >= 0 && heap_growth_mib > o.max_heap_growth_mib) return 3;
   return 0;
 }
 
@@ -770,11 +779,11 @@ void print_phase(int phase, const std::string& env, const PhaseResult& r, const 
          phase, env.c_str(), r.ops, r.seconds, r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0.0,
          r.wrong_ops, r.errors, r.comms, r.splits);
   printf("  %s VmRSS: start %.1f MiB, after warm-up (%" PRIu64 " ops) %.1f MiB, end %.1f MiB (%+.1f MiB since "
-         "warm-up%s); VmHWM %.1f MiB at warm-up, %.1f MiB at the end\n",
+         "warm-up%s); VmHWM %.1f MiB at warm-up, %.1f MiB at the end; malloc in use %.1f MiB at warm-up, %.1f MiB at the end\n",
          o.procs ? "rank 0's" : "process", r.start.rss_kib * mib, r.warm_ops, r.warm.rss_kib * mib,
          r.end.rss_kib * mib, (r.end.rss_kib - r.warm.rss_kib) * mib,
          o.max_rss_growth_mib >= 0 ? (std::string(", bound ") + std::to_string(static_cast<int>(o.max_rss_growth_mib)) + " MiB").c_str() : "",
-         r.warm.hwm_kib * mib, r.end.hwm_kib * mib);
+         r.warm.hwm_kib * mib, r.end.hwm_kib * mib, r.warm.heap_kib * mib, r.end.heap_kib * mib);
   fflush(stdout);
 }
 
@@ -782,7 +791,8 @@ void print_phase(int phase, const std::string& env, const PhaseResult& r, const 
   fprintf(stderr,
           "cclab_soak: %s\n"
           "usage: cclab_soak [--ops N] [--seed S] [--ranks MAX (2..64, default 8)] [--phases P (default 8)]\n"
-          "                  [--procs] [--max-bytes B (default 4194304)] [--max-rss-growth-mib M] [--progress SEC]\n"
+          "                  [--procs] [--max-bytes B (default 4194304)] [--max-rss-growth-mib M] [--max-heap-growth-mib M]\n"
+          "                  [--progress SEC]\n"
           "                  [--epoch ITERS (most groups per communicator, default 400)]\n"
           "                  [--inline (one phase, in this process, NCCL_ALGO/NCCL_PROTO as set)]\n",
           why);
@@ -813,6 +823,7 @@ int main(int argc, char** argv) {
     else if (a == "--inline") o.inline_run = true;
     else if (a == "--max-bytes") o.max_bytes = static_cast<size_t>(num(val()));
     else if (a == "--max-rss-growth-mib") o.max_rss_growth_mib = atof(val());
+    else if (a == "--max-heap-growth-mib") o.max_heap_growth_mib = atof(val());
     else if (a == "--progress") o.progress_s = atof(val());
     else if (a == "--epoch") o.epoch = static_cast<int>(num(val()));
     else if (a == "-h" || a == "--help") usage("random collectives on the host backend, checked byte-exact");
@@ -888,7 +899,7 @@ int main(int argc, char** argv) {
          ": %s\n",
          total.ops, total.wrong_ops, total.wrong_elems, total.errors, total.comms, secs,
          static_cast<double>(total.ops) / secs, worst_growth_kib / 1024.0, worst_phase, o.seed,
-         status == 0 ? "PASS" : status == 1 ? "FAIL (wrong results)" : status == 3 ? "FAIL (RSS grew past the bound)"
+         status == 0 ? "PASS" : status == 1 ? "FAIL (wrong results)" : status == 3 ? "FAIL (memory grew past the bound)"
                                                                                  : "FAIL (errors)");
   return status;
 }
