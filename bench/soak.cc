@@ -287,13 +287,19 @@ struct Shared {
   } per_rank[64];
 };
 
-// heap_kib: what malloc has handed out and not got back (glibc's mallinfo2: arenas + mmapped chunks), to
-// tell memory in use from memory the allocator keeps.
+// heap_kib: what malloc has handed out and not got back, to tell memory in use from memory the allocator
+// keeps: glibc's mallinfo2 (arenas + mmapped chunks), or under a sanitizer, whose allocator replaces
+// glibc's, the sanitizer's own count (its quarantine of freed blocks adds to VmRSS, not to this).
+extern "C" size_t __sanitizer_get_current_allocated_bytes() __attribute__((weak));
 struct RssSample { long rss_kib = 0, hwm_kib = 0, heap_kib = 0; };
 RssSample read_rss() {
   RssSample s;
-  const struct mallinfo2 mi = mallinfo2();
-  s.heap_kib = static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
+  if (&__sanitizer_get_current_allocated_bytes != nullptr) {
+    s.heap_kib = static_cast<long>(__sanitizer_get_current_allocated_bytes() / 1024);
+  } else {
+    const struct mallinfo2 mi = mallinfo2();
+    s.heap_kib = static_cast<long>((mi.uordblks + mi.hblkhd) / 1024);
+  }
   FILE* f = fopen("/proc/self/status", "r");
   if (!f) return s;
   char line[256];
