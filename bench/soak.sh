@@ -4,7 +4,7 @@
 #
 #   bench/soak.sh [N] [cclab_soak options...]      e.g. bench/soak.sh 100000 --seed 42
 #
-# Builds the library and cclab_soak alone in build-asan/ (scripts/setup.sh with
+# Builds the library (and the sim plugin cclab_runtime depends on) and cclab_soak alone in build-asan/ (scripts/setup.sh with
 # -DCCLAB_SANITIZE=address,undefined, as scripts/sanitize.sh address; CUDA and the visualiser off), then
 # runs cclab_soak --ops N in 8 phases (NCCL_ALGO/NCCL_PROTO unset, Ring x LL/LL128/Simple,
 # Ring + Tree for all_reduce x LL/LL128/Simple, a mixed per-collective setting), ranks as threads,
