@@ -17,6 +17,7 @@
 
 #include "kernels/work.h"
 #include "trace/codec.h"
+#include "trace/merge.h"
 #include "trace/trace.h"
 
 namespace cclab {
@@ -1220,6 +1221,24 @@ TEST(TraceFormat, StuckReportsRoundTrip) {
   Trace pback;
   ASSERT_TRUE(decode_trace(pb, &pback, &err)) << err;
   EXPECT_TRUE(pback.stuck.empty());
+}
+
+// Each process of a stuck job records the report it saw: merging the parts keeps a verdict once (the
+// earliest), every other one in time order, shifted like the events.
+TEST(TraceMerge, StuckReportsOfThePartsOnceEach) {
+  Trace a = full_trace(300), b = full_trace(300);
+  const double t0 = std::min(a.begin_us(), b.begin_us());
+  a.stuck = {make_stuck(t0 + 900, true)};
+  b.stuck = {make_stuck(t0 + 500, false), make_stuck(t0 + 950, true)};  // the second: a's verdict again
+  Trace m;
+  std::string err;
+  ASSERT_TRUE(merge_traces({a, b}, &m, &err)) << err;
+  ASSERT_EQ(m.stuck.size(), 2u);
+  EXPECT_FALSE(m.stuck[0].certain);
+  EXPECT_NEAR(m.stuck[0].time_us, 500, 1e-6);
+  EXPECT_TRUE(m.stuck[1].certain);
+  EXPECT_NEAR(m.stuck[1].time_us, 900, 1e-6);
+  EXPECT_NEAR(m.stuck[1].waits[0].since_us, 900 - 1234.5678, 1e-6);
 }
 
 TEST(TraceFormat, StuckReportsAreValidated) {
