@@ -57,7 +57,8 @@ bool init_state(VizState* s, std::string* error) {
   const trace::Trace& t = s->trace();
   s->index.update(t);
   s->load_index.build(s->load(), t.links.size());
-  s->tl.set_range(t.begin_us(), t.end_us());
+  const auto span = trace_span(t);
+  s->tl.set_range(span.first, span.second);
   s->tl.t = s->tl.begin;
   seek_to_at(s);
   s->tl.follow = s->live != nullptr && !o.has_at;
@@ -73,7 +74,8 @@ void refresh(VizState* s) {
       s->index.update(t);
       s->live_load.update(t);
       if (s->tl.speed == 1 && t.end_us() > t.begin_us()) s->tl.speed = default_speed(t.end_us() - t.begin_us());
-      s->tl.set_range(t.begin_us(), t.end_us());
+      const auto span = trace_span(t);
+      s->tl.set_range(span.first, span.second);
     }
     // The run's own LOAD section once it finished; until then the incremental load (every 100 ms).
     const bool final_load = s->live->state() == LiveSource::State::kComplete && t.load.bins > 0;

@@ -32,6 +32,12 @@ constexpr Color kTextDim = rgba(150, 156, 170);
 constexpr Color kGrid = rgba(58, 63, 76);
 constexpr Color kCursor = rgba(255, 255, 255);
 
+// The doctor's report (topology view): ranks with a sleeping wait, the ranks they wait for that wait for
+// nobody (or left, or died), and the arrows between them.
+constexpr Color kStuckWaiting = rgba(235, 70, 200);
+constexpr Color kStuckCulprit = rgba(255, 150, 30);
+constexpr Color kStuckArrow = rgba(255, 110, 215);
+
 // Utilisation -> colour (see the ramp above); NaN or negative is idle.
 Color utilization_color(double u);
 // The heatmap's cell colour: kHeatEmpty below kIdleBelow, else utilization_color.

@@ -23,6 +23,10 @@ void DrawnLayout::clear() {
   links.clear();
   arrows.clear();
   chunks.clear();
+  stuck_report = -1;
+  stuck_summary.clear();
+  stuck_ranks.clear();
+  waits.clear();
   heatmap = DrawnHeatmap();
 }
 
@@ -81,6 +85,21 @@ std::string DrawnLayout::to_json(const trace::Trace* t) const {
   Json cs = Json::array();
   for (const DrawnChunk& c : chunks) cs.push_back({{"event", c.event}, {"pos", point(c.pos)}, {"color", color(c.color)}});
   j["chunks"] = cs;
+  {
+    Json st;
+    st["report"] = stuck_report;
+    st["summary"] = stuck_summary;
+    Json rs = Json::array(), ws = Json::array();
+    for (const DrawnStuckRank& r : stuck_ranks)
+      rs.push_back({{"rank", r.rank}, {"rect", rect(r.rect)}, {"waiting", r.waiting}, {"culprit", r.culprit},
+                    {"state", r.state}, {"color", color(r.color)}});
+    for (const DrawnWait& w : waits)
+      ws.push_back({{"from", w.from}, {"to", w.to}, {"p0", point(w.p0)}, {"control", point(w.control)},
+                    {"p1", point(w.p1)}, {"label", w.label}});
+    st["ranks"] = rs;
+    st["waits"] = ws;
+    j["stuck"] = st;
+  }
   if (heatmap.present) {
     Json h;
     h["rect"] = rect(heatmap.rect);

@@ -52,6 +52,20 @@ struct DrawnHeatmap {
   std::vector<DrawnHeatRow> rows;
 };
 
+struct DrawnStuckRank {   // a rank the doctor's report marks (topology view)
+  int rank = -1;
+  Rect rect;               // its node's rectangle
+  bool waiting = false;    // it has a sleeping wait
+  bool culprit = false;    // waited for, waiting for nobody; or it left or died
+  std::string state;       // the report's state ("running", "left", "dead", ...)
+  Color color = 0;         // its outline
+};
+struct DrawnWait {         // an arrow from a waiting rank to the rank it waits for
+  int from = -1, to = -1;
+  V2 p0, control, p1;      // a quadratic Bezier curve from p0 to p1 (the arrow's tip)
+  std::string label;       // "data ch 0 step 4"
+};
+
 struct DrawnLayout {
   View view = View::kTopology;
   double at_us = 0;
@@ -62,11 +76,16 @@ struct DrawnLayout {
   std::vector<DrawnArrow> arrows;
   std::vector<DrawnChunk> chunks;
   DrawnHeatmap heatmap;
+  int stuck_report = -1;   // the doctor's report in force at the frame's time (Trace::stuck index)
+  std::string stuck_summary;
+  std::vector<DrawnStuckRank> stuck_ranks;
+  std::vector<DrawnWait> waits;
 
   void clear();
   // JSON: {"width", "height", "view", "at_us", "nodes": [{index, name, kind, machine, rank, rect:[x0,y0,x1,y1]}],
   // "machines", "links": [{index, from, to, p0, p1, thickness, color:[r,g,b,a], utilization, gbs, capacity_gbs}],
-  // "arrows", "chunks", "heatmap": {rect, t0_us, t1_us, rows: [{link, name, y0, y1}]}}.
+  // "arrows", "chunks", "heatmap": {rect, t0_us, t1_us, rows: [{link, name, y0, y1}]}, "stuck": {report,
+  // summary, ranks: [{rank, rect, waiting, culprit, state, color}], waits: [{from, to, p0, control, p1, label}]}}.
   std::string to_json(const trace::Trace* t) const;
 };
 

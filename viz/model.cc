@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace cclab {
 namespace viz {
@@ -283,6 +284,89 @@ std::string op_label(const trace::Op& op) {
   if (!op.algo.empty() || !op.proto.empty()) s += " " + op.algo + "/" + op.proto;
   s += " " + format_bytes(static_cast<double>(op.bytes));
   return s;
+}
+
+// ---- the doctor's reports ----------------------------------------------------------------------------
+
+double stuck_until(const Trace& t, int i) {
+  const double never = std::numeric_limits<double>::infinity();
+  if (i < 0 || static_cast<size_t>(i) >= t.stuck.size()) return never;
+  const trace::Stuck& st = t.stuck[i];
+  if (st.certain || st.waits.empty()) return never;
+  double until = st.time_us;
+  for (const trace::StuckWait& w : st.waits) {
+    bool done = false;
+    for (const trace::Op& o : t.ops)
+      if (o.op_count == w.op_count && o.end_us >= st.time_us) {
+        until = std::max(until, o.end_us);
+        done = true;
+      }
+    if (!done) return never;
+  }
+  return until;
+}
+
+int stuck_at(const Trace& t, double time_us) {
+  int found = -1;
+  for (size_t i = 0; i < t.stuck.size(); ++i)
+    if (t.stuck[i].time_us <= time_us && (found < 0 || t.stuck[i].time_us >= t.stuck[found].time_us))
+      found = static_cast<int>(i);
+  return found >= 0 && time_us < stuck_until(t, found) ? found : -1;
+}
+
+std::pair<double, double> trace_span(const Trace& t) {
+  double b = t.begin_us(), e = t.end_us();
+  bool any = !t.events.empty();
+  for (size_t i = 0; i < t.stuck.size(); ++i) {
+    const trace::Stuck& st = t.stuck[i];
+    if (!std::isfinite(st.time_us)) continue;
+    b = any ? std::min(b, st.time_us) : std::min(0.0, st.time_us);
+    e = std::max(e, st.time_us);
+    any = true;
+    // The end of the waits of a late rank's report (its operation's end: after the last step's).
+    const double until = stuck_until(t, static_cast<int>(i));
+    if (std::isfinite(until)) e = std::max(e, until);
+  }
+  return {b, e};
+}
+
+std::string StuckPicture::state(int rank) const {
+  for (const auto& s : states)
+    if (s.first == rank) return s.second;
+  return "";
+}
+
+StuckPicture stuck_picture(const trace::Stuck& st) {
+  StuckPicture p;
+  for (const trace::StuckRank& r : st.ranks) p.states.emplace_back(r.rank, r.state);
+  std::map<std::pair<int, int>, std::vector<const trace::StuckWait*>> by_pair;
+  for (const trace::StuckWait& w : st.waits) {
+    if (w.rank < 0) continue;
+    p.waiting.push_back(w.rank);
+    if (w.peer >= 0 && w.peer != w.rank) by_pair[{w.rank, w.peer}].push_back(&w);
+  }
+  std::sort(p.waiting.begin(), p.waiting.end());
+  p.waiting.erase(std::unique(p.waiting.begin(), p.waiting.end()), p.waiting.end());
+  auto waits = [&](int r) { return std::binary_search(p.waiting.begin(), p.waiting.end(), r); };
+  for (const auto& kv : by_pair) {
+    StuckPicture::Arrow a;
+    a.from = kv.first.first;
+    a.to = kv.first.second;
+    a.waits = static_cast<int>(kv.second.size());
+    for (size_t i = 0; i < kv.second.size() && i < 3; ++i) {
+      const trace::StuckWait& w = *kv.second[i];
+      a.label += (i ? "\n" : "") + std::string(w.for_data ? "data" : "credits") + " ch " + std::to_string(w.channel) +
+                 " step " + std::to_string(static_cast<unsigned long long>(w.step));
+    }
+    if (kv.second.size() > 3) a.label += "\n+" + std::to_string(kv.second.size() - 3) + " more";
+    p.arrows.push_back(std::move(a));
+    if (!waits(kv.first.second)) p.culprits.push_back(kv.first.second);
+  }
+  for (const trace::StuckRank& r : st.ranks)
+    if (r.state == "left" || r.state == "dead") p.culprits.push_back(r.rank);
+  std::sort(p.culprits.begin(), p.culprits.end());
+  p.culprits.erase(std::unique(p.culprits.begin(), p.culprits.end()), p.culprits.end());
+  return p;
 }
 
 }  // namespace viz

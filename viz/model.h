@@ -107,6 +107,33 @@ OpBandwidth op_bandwidth(const trace::Op& op, int nranks);
 // The op running at t (begin <= t <= end), else the last that ended before t, else the first; -1 none.
 int op_at(const Trace& t, double time_us);
 
+// ---- the doctor's reports (STUK) -------------------------------------------------------------------
+// Until when report i holds: a report that was not certain (a late rank) ends when the operations of its
+// waits completed (the trace's OPS has them all; the last end), a certain one never (+infinity).
+double stuck_until(const Trace& t, int i);
+// The report in force at t: the last with time_us <= t, unless its waits ended by t (stuck_until); -1
+// before the first, or when none holds.
+int stuck_at(const Trace& t, double time_us);
+// The span the timeline covers: the events' [begin, end], widened to hold every report's time and the end
+// of its waits (a stuck run's report comes after its last step; a run stuck from the start may have no
+// step at all).
+std::pair<double, double> trace_span(const Trace& t);
+
+// What the views draw of one report.
+struct StuckPicture {
+  struct Arrow {
+    int from = -1, to = -1;        // the waiting rank -> the rank it waits for
+    std::string label;             // "data ch 0 step 4" (several waits: one per line, at most 3)
+    int waits = 0;
+  };
+  std::vector<int> waiting;        // ranks with a sleeping wait, ascending
+  std::vector<int> culprits;       // ranks waited for that wait for nobody, and ranks that left or died
+  std::vector<Arrow> arrows;       // one per (from, to), in order of from, to
+  std::string state(int rank) const;  // the report's state of the rank ("running", "left", ...; "" unknown)
+  std::vector<std::pair<int, std::string>> states;
+};
+StuckPicture stuck_picture(const trace::Stuck& st);
+
 // ---- names -----------------------------------------------------------------------------------------
 // "m0.gpu3" -> "gpu3" when the trace has one machine; fabric names shortened ("leaf r3.0", "spine 0").
 std::string short_node_name(const Trace& t, int node);

@@ -48,6 +48,10 @@ void scrubber(VizState* s, float width) {
     const bool cur = static_cast<int>(i) == s->current_op;
     dl->AddRectFilled(ImVec2(xa, p.y + 3), ImVec2(xb, p.y + h - 3), cur ? rgba(70, 100, 150) : rgba(50, 62, 84), 2);
   }
+  for (const trace::Stuck& st : t.stuck) {  // the doctor's reports
+    const float x = x_of(st.time_us);
+    dl->AddLine(ImVec2(x, p.y + 1), ImVec2(x, p.y + h - 1), kStuckWaiting, 2);
+  }
   dl->AddRect(p, ImVec2(p.x + width, p.y + h), rgba(60, 65, 80), 3);
   const float cx = x_of(tl.t);
   dl->AddLine(ImVec2(cx, p.y), ImVec2(cx, p.y + h), kCursor, 2);
@@ -165,6 +169,33 @@ void draw_header(VizState* s) {
     ImGui::TextDisabled("no collectives recorded in this trace");
     ImGui::SameLine();
     help_marker(kBwHelp);
+  }
+
+  // Line 4: the doctor's verdict (a trace with STUK sections): the report in force at the cursor, else
+  // when the first comes.
+  if (!t.stuck.empty()) {
+    const int at = stuck_at(t, tl.t);
+    int last = -1;  // the last report before the cursor (its waits may have ended since)
+    for (size_t i = 0; i < t.stuck.size(); ++i)
+      if (t.stuck[i].time_us <= tl.t && (last < 0 || t.stuck[i].time_us >= t.stuck[last].time_us))
+        last = static_cast<int>(i);
+    const trace::Stuck& st = t.stuck[at >= 0 ? at : last >= 0 ? last : 0];
+    if (at < 0 && last >= 0) {
+      ImGui::TextDisabled("doctor at %s (its waits ended at %s): %s", format_time(st.time_us).c_str(),
+                          format_time(stuck_until(t, last)).c_str(), st.summary.c_str());
+    } else if (at >= 0) {
+      ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.85f, 1), "doctor%s at %s:", st.certain ? " (the operation failed)" : "",
+                         format_time(st.time_us).c_str());
+      ImGui::SameLine();
+      ImGui::TextWrapped("%s", st.summary.c_str());
+    } else {
+      ImGui::TextDisabled("doctor at %s (ahead of the cursor): %s", format_time(st.time_us).c_str(), st.summary.c_str());
+    }
+    if (ImGui::IsItemHovered() && s->interactive) {
+      ImGui::BeginTooltip();
+      for (const std::string& l : st.lines) ImGui::TextUnformatted(l.c_str());
+      ImGui::EndTooltip();
+    }
   }
 }
 

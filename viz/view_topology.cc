@@ -77,6 +77,19 @@ void legend(VizState* s, int links_busy, int chunks) {
     if (c % 3) ImGui::SameLine();
     swatch(channel_color(c), printf_str("ch %d", c).c_str());
   }
+  if (!t.stuck.empty()) {
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Stuck (the doctor)");
+    ImGui::SameLine();
+    help_marker(
+        "The doctor's report in force at the cursor (the trace's STUK section: cclab doctor TRACE prints it). "
+        "Magenta outline: a rank with a sleeping wait; orange: a rank the waits lead to that waits for nobody, "
+        "or one that left its communicator or died. Each arrow goes from a waiting rank to the rank it waits "
+        "for: data (the peer's tail) or FIFO credits (its head), channel and step.");
+    swatch(kStuckWaiting, "waits");
+    swatch(kStuckCulprit, "waited for / left / dead");
+    swatch(kStuckArrow, "waits for (data/credits)");
+  }
   ImGui::Spacing();
   ImGui::Separator();
   ImGui::TextDisabled("%d link directions busy", links_busy);
@@ -209,6 +222,74 @@ void draw_topology_view(VizState* s) {
       const V2 c = r.center();
       text_centered(dl, ImVec2(c.x, two ? c.y - lh * 0.5f : c.y), kText, label.c_str());
       if (two) text_centered(dl, ImVec2(c.x, c.y + lh * 0.5f), rgba(200, 235, 205), printf_str("r%d", n.rank).c_str());
+    }
+  }
+
+  // The doctor's report in force at the cursor: stuck ranks outlined, an arrow from each waiting rank to
+  // the rank it waits for.
+  const int report = stuck_at(t, now);
+  if (report >= 0) {
+    const trace::Stuck& st = t.stuck[report];
+    const StuckPicture pic = stuck_picture(st);
+    s->drawn.stuck_report = report;
+    s->drawn.stuck_summary = st.summary;
+    auto rank_rect = [&](int rank, Rect* out) {
+      const int node = t.rank_node(rank);
+      if (node < 0 || static_cast<size_t>(node) >= L.node_rect.size() || L.node_rect[node].empty()) return false;
+      *out = L.node_rect[node].translated(origin);
+      return true;
+    };
+    auto marked = [&](int rank, bool waiting, bool culprit) {
+      Rect r;
+      if (!rank_rect(rank, &r)) return;
+      const Color c = culprit ? kStuckCulprit : kStuckWaiting;
+      dl->AddRect(ImVec2(r.x0 - 4, r.y0 - 4), ImVec2(r.x1 + 4, r.y1 + 4), c, 6, 0, 3.5f);
+      const std::string state = pic.state(rank);
+      std::string tag = waiting ? "waits" : state == "left" ? "left" : state == "dead" ? "dead" : "waited for";
+      const ImVec2 ts = ImGui::CalcTextSize(tag.c_str());
+      const ImVec2 tp(r.center().x - ts.x * 0.5f, r.y1 + 6);
+      dl->AddRectFilled(ImVec2(tp.x - 3, tp.y - 1), ImVec2(tp.x + ts.x + 3, tp.y + ts.y + 1), rgba(0, 0, 0, 190), 3);
+      dl->AddText(tp, c, tag.c_str());
+      s->drawn.stuck_ranks.push_back({rank, r, waiting, culprit, state, c});
+    };
+    for (int r : pic.waiting)
+      marked(r, true, std::binary_search(pic.culprits.begin(), pic.culprits.end(), r));
+    for (int r : pic.culprits)
+      if (!std::binary_search(pic.waiting.begin(), pic.waiting.end(), r)) marked(r, false, true);
+    for (const StuckPicture::Arrow& a : pic.arrows) {
+      Rect ra, rb;
+      if (!rank_rect(a.from, &ra) || !rank_rect(a.to, &rb)) continue;
+      const V2 ca = ra.center(), cb = rb.center();
+      const V2 d = cb - ca;
+      const float len = length(d);
+      if (len < 1) continue;
+      // A curve bulging to the left of its direction: two ranks waiting on each other get two arcs, and an
+      // arrow past the ranks between two others arcs around them.
+      const V2 u = d * (1.0f / len), n(u.y, -u.x);
+      const V2 ctrl = lerp(ca, cb, 0.5f) + n * std::min(0.35f * len, 110.0f);
+      auto edge = [](const Rect& r, V2 from, V2 toward) {  // where the ray from the centre leaves the box
+        const V2 dir = toward - from;
+        const float hx = r.w() * 0.5f + 6, hy = r.h() * 0.5f + 6;
+        const float tx = std::fabs(dir.x) > 1e-4f ? hx / std::fabs(dir.x) : 1e9f;
+        const float ty = std::fabs(dir.y) > 1e-4f ? hy / std::fabs(dir.y) : 1e9f;
+        return from + dir * std::min(1.0f, std::min(tx, ty));
+      };
+      const V2 p0 = edge(ra, ca, ctrl), p1 = edge(rb, cb, ctrl);
+      const float head = 13;
+      const V2 t1 = p1 - ctrl;
+      const float tl = length(t1);
+      const V2 tu = tl > 0 ? t1 * (1.0f / tl) : u;
+      const V2 base = p1 - tu * head;
+      dl->AddBezierQuadratic(iv(p0), iv(ctrl), iv(base), kStuckArrow, 3.0f, 32);
+      dl->AddTriangleFilled(iv(p1), iv(base + V2(-tu.y, tu.x) * (head * 0.55f)), iv(base - V2(-tu.y, tu.x) * (head * 0.55f)),
+                            kStuckArrow);
+      const V2 m = p0 * 0.25f + ctrl * 0.5f + p1 * 0.25f;  // the curve's middle
+      const ImVec2 ls = ImGui::CalcTextSize(a.label.c_str());
+      const ImVec2 lp(m.x - ls.x * 0.5f, m.y - ls.y * 0.5f);
+      dl->AddRectFilled(ImVec2(lp.x - 4, lp.y - 2), ImVec2(lp.x + ls.x + 4, lp.y + ls.y + 2), rgba(20, 10, 20, 225), 3);
+      dl->AddRect(ImVec2(lp.x - 4, lp.y - 2), ImVec2(lp.x + ls.x + 4, lp.y + ls.y + 2), kStuckArrow, 3);
+      dl->AddText(lp, kText, a.label.c_str());
+      s->drawn.waits.push_back({a.from, a.to, p0, ctrl, p1, a.label});
     }
   }
 

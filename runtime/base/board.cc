@@ -341,11 +341,17 @@ BoardVerdict board_judge(const BoardSnapshot& s, double min_wait_us) {
 
   // The report: one line per rank, then its waits.
   v.lines.push_back(string_printf("board %s: %d ranks", s.name.c_str(), n));
+  v.now_us = s.now_us;
   for (int r = 0; r < n; ++r) {
     const BoardSlot& sl = s.slots[r];
     std::string line = string_printf("  rank %d", r);
+    BoardVerdict::Rank vr;
+    vr.rank = r;
+    vr.pid = sl.pid;
     if (sl.pid == 0) {
       v.lines.push_back(line + ": no status (it has not created its communicator, or runs on another host)");
+      vr.line = v.lines.back().substr(2);
+      v.ranks.push_back(std::move(vr));
       continue;
     }
     line += string_printf(" (pid %d)", sl.pid);
@@ -367,6 +373,10 @@ BoardVerdict board_judge(const BoardSnapshot& s, double min_wait_us) {
       line += ": has begun no operation";
     }
     v.lines.push_back(line);
+    vr.state = sl.state == kBoardSlotLeft ? "left" : s.alive[r] == 0 ? "dead" : cur != nullptr ? "running" : "idle";
+    vr.line = line.substr(2);
+    v.ranks.push_back(std::move(vr));
+    for (const BoardWait* w : waits[r]) v.waits.emplace_back(r, *w);
     for (const BoardWait* w : waits[r])
       if (w->step == kConnectStep)
         v.lines.push_back(string_printf("      waits for rank %d to connect on channel %d (its first call of this operation) for %.1f s",

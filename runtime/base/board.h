@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cclab {
@@ -153,6 +154,16 @@ struct BoardVerdict {
   std::vector<std::string> lines;   // the report: every rank's operation and waits, then the verdict
   uint64_t key = 0;                 // identifies the situation judged (the lowest stuck collective)
   bool stuck = false;               // some rank has a wait asleep (for >= min_wait_us)
+  // The same, structured (what a trace records of it: core/recorder.h).
+  double now_us = 0;                // when the board was read (CLOCK_MONOTONIC microseconds)
+  struct Rank {
+    int rank = -1;
+    int pid = 0;                    // 0: no status
+    const char* state = "none";     // "running", "idle", "left", "dead", "none"
+    std::string line;               // its line of the report
+  };
+  std::vector<Rank> ranks;
+  std::vector<std::pair<int, BoardWait>> waits;  // (rank, wait): the waits the report lists
 };
 
 // Judges a snapshot: waits asleep for at least `min_wait_us` count as stuck.

@@ -421,6 +421,14 @@ std::string format_trace_info(const trace::Trace& t, const TraceFileFacts& file,
   if (nev > 0) s += format(", %.3f .. %.3f us (%.3f us)", first, last, last - first);
   s += "\n";
 
+  // The doctor's reports (STUK).
+  if (!t.stuck.empty()) {
+    const trace::Stuck& last = t.stuck.back();
+    s += format("doctor      %zu report%s of stuck waits (cclab doctor %s prints them); the last at %.3f us: %s%s\n",
+                t.stuck.size(), t.stuck.size() == 1 ? "" : "s", file.path.c_str(), last.time_us, last.summary.c_str(),
+                last.certain ? " (certain: the operation failed)" : "");
+  }
+
   // Collectives.
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> per_op;  // op_count -> (steps, bytes sent)
   for (const trace::Event& e : t.events) {

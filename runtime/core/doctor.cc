@@ -14,6 +14,7 @@
 #include "base/param.h"
 #include "base/sync.h"
 #include "core/comm.h"
+#include "core/recorder.h"
 #include "kernels/describe.h"
 
 namespace cclab {
@@ -63,7 +64,9 @@ class Doctor {
   double stuck_warn_us = 30e6;
 
   // The report of this board's snapshot, printed once per key (across the board's ranks).
+  // A recorded communicator keeps it in its trace too, once per key in each process (whichever rank prints).
   void report(const BoardVerdict& v, uint64_t key, bool forced) {
+    recorder_stuck(comm_, v, forced ? key | (1ull << 61) : key);
     if (!forced && !board_claim_report(board.header(), key)) return;
     std::vector<std::string> lines;
     lines.push_back(std::string("doctor: ") + (forced ? "SIGUSR1: " : "") + v.summary);

@@ -40,6 +40,7 @@ class Recorder {
   std::map<uint64_t, size_t> op_index;
   std::map<uint64_t, int> op_reports;  // ranks that finished each collective
   std::set<uint64_t> ops_streamed;     // collectives sent to the live viewer
+  std::set<uint64_t> stuck_keys;       // the doctor's reports recorded (recorder_stuck)
   std::unique_ptr<trace::LiveServer> live;
 
   void build_header(ncclComm_t comm);
@@ -126,6 +127,10 @@ void Recorder::write_and_finish() {
     e.begin_us -= origin;
     e.data_us -= origin;
     e.end_us -= origin;
+  }
+  for (trace::Stuck& st : t.stuck) {
+    st.time_us -= origin;
+    for (trace::StuckWait& w : st.waits) w.since_us -= origin;
   }
   for (trace::Op& o : t.ops) {
     o.begin_us -= origin;
@@ -262,6 +267,42 @@ void recorder_op(ncclComm_t comm, uint64_t op_count, CollKind coll, const char* 
     o.busbw = o.algbw * bus_factor(o.coll, rec->t.meta.nranks);
     rec->live->push_ops({o});
     rec->ops_streamed.insert(op_count);
+  }
+}
+
+void recorder_stuck(ncclComm_t comm, const BoardVerdict& v, uint64_t key) {
+  if (!comm->recording) return;
+  Recorder* rec = recorder();
+  // The board's times are CLOCK_MONOTONIC; the trace's are now_us() (the executors' clock).
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const double shift = static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3 - now_us();
+  trace::Stuck st;
+  st.time_us = v.now_us - shift;
+  st.certain = v.certain;
+  st.code = v.code;
+  st.summary = v.summary;
+  st.lines = v.lines;
+  for (const BoardVerdict::Rank& r : v.ranks) st.ranks.push_back({r.rank, r.pid, r.state, r.line});
+  for (const auto& rw : v.waits) {
+    trace::StuckWait w;
+    w.rank = rw.first;
+    w.channel = rw.second.channel;
+    w.peer = rw.second.peer;
+    w.step = rw.second.step;
+    w.for_data = rw.second.for_data != 0;
+    w.prim = prim_name(static_cast<PrimKind>(rw.second.prim));
+    w.op_count = rw.second.op_seq;
+    w.since_us = rw.second.since_us - shift;
+    st.waits.push_back(std::move(w));
+  }
+  std::lock_guard<std::mutex> lk(rec->mu);
+  if (rec->written || !rec->stuck_keys.insert(key).second) return;
+  rec->t.stuck.push_back(st);
+  if (rec->live) {
+    st.time_us -= rec->t0;
+    for (trace::StuckWait& w : st.waits) w.since_us -= rec->t0;
+    rec->live->push_stuck({st});
   }
 }
 

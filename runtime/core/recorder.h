@@ -7,11 +7,14 @@
 // each rank reports the collective when it finishes. When the last recorded communicator is destroyed
 // (or at exit) the trace is written - times relative to the first step, wall clock - and the live
 // stream ends. A communicator spanning several processes: each process writes the ranks it plays,
-// to PATH.<first rank> (`cclab trace merge` joins them).
+// to PATH.<first rank> (`cclab trace merge` joins them). The doctor's reports of stuck waits (core/doctor.h)
+// are recorded too (Trace::stuck), and a run whose operations failed and whose communicators were
+// aborted still writes its trace.
 #pragma once
 
 #include <string>
 
+#include "base/board.h"
 #include "core/comm.h"
 #include "kernels/step_record.h"
 
@@ -42,5 +45,9 @@ void recorder_step(const StepRecord& r, void* data);
 void recorder_op(ncclComm_t comm, uint64_t op_count, CollKind coll, const char* algo, const char* proto,
                  int type, int redop, int root, size_t count, size_t bytes, int nchannels, double begin_us,
                  double end_us);
+
+// The doctor printed (or would print) report `v` of `comm`'s board: recorded once per `key` as a STUK
+// entry of the trace and sent to the live viewer (nothing when `comm` is not recorded).
+void recorder_stuck(ncclComm_t comm, const BoardVerdict& v, uint64_t key);
 
 }  // namespace cclab

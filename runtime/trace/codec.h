@@ -66,6 +66,7 @@ std::string encode_channels(const std::vector<Channel>& channels);
 std::string encode_ops(const std::vector<Op>& ops);
 std::string encode_events(const Event* events, size_t n);
 std::string encode_load(const LinkLoad& load);
+std::string encode_stuck(const std::vector<Stuck>& stuck);
 std::string encode_end(uint64_t sections, uint64_t events, uint64_t ops);
 
 // The largest rank (rank, send or receive peer) and route index that a stream of events names: what a
@@ -108,6 +109,7 @@ std::string check_op(const Op& op);
 bool event_ok(int nranks, size_t nroutes, const Event& e);  // the fast check; check_event says why not
 std::string check_event(int nranks, size_t nroutes, const Event& e);
 std::string check_load(size_t nlinks, const LinkLoad& load);
+std::string check_stuck(int nranks, const Stuck& s);  // ranks in [0, nranks), peers in [-1, nranks)
 
 // Time in integer nanoseconds (llround(us * 1000), non-finite and out-of-range values clamped).
 int64_t to_ns(double us);

@@ -201,15 +201,28 @@ void LiveServer::set_header(const Trace& header) {
   }
 }
 
+void LiveServer::queue_control(Control c) {
+  if (!attached_) return;
+  c.at = enq_;
+  ctl_.push_back(std::move(c));
+  cv_.notify_all();
+}
+
 void LiveServer::push_ops(const std::vector<Op>& ops) {
   if (!attached() || ops.empty()) return;
   std::lock_guard<std::mutex> lk(mu_);
-  if (!attached_) return;
   Control c;
-  c.at = enq_;
   c.ops = ops;
-  ctl_.push_back(std::move(c));
-  cv_.notify_all();
+  queue_control(std::move(c));
+}
+
+void LiveServer::push_stuck(const std::vector<Stuck>& stuck) {
+  if (stuck.empty()) return;
+  std::lock_guard<std::mutex> lk(mu_);
+  stuck_.insert(stuck_.end(), stuck.begin(), stuck.end());
+  Control c;
+  c.stuck = stuck;
+  queue_control(std::move(c));
 }
 
 void LiveServer::push_slow(const Event* e, size_t n) {
@@ -449,6 +462,21 @@ bool LiveServer::send_ops(const std::vector<Op>& ops, Stream* s) {
   return true;
 }
 
+bool LiveServer::send_stuck(const std::vector<Stuck>& stuck, Stream* s) {
+  std::vector<Stuck> ok;
+  for (const Stuck& st : stuck) {
+    const std::string why = codec::check_stuck(s->nranks, st);
+    if (why.empty())
+      ok.push_back(st);
+    else
+      std::fprintf(stderr, "cclab: warning: live stream %s: a stuck report left out: %s\n", path_.c_str(), why.c_str());
+  }
+  if (ok.empty()) return true;
+  if (!send_bytes(codec::pack_section(SectionKind::kStuck, codec::encode_stuck(ok), true))) return false;
+  ++s->sections;
+  return true;
+}
+
 bool LiveServer::send_end(Stream* s) {
   if (!send_bytes(codec::pack_section(SectionKind::kEnd, codec::encode_end(s->sections, s->events, s->ops), false)))
     return false;
@@ -498,6 +526,7 @@ void LiveServer::sender_loop() {
       client_fd_ = pending_fd_;
       pending_fd_ = -1;
       std::shared_ptr<const Trace> h = header_;
+      const std::vector<Stuck> stuck_so_far = stuck_;
       queue_.clear();
       ctl_.clear();
       inflight_ = 0;
@@ -508,7 +537,8 @@ void LiveServer::sender_loop() {
       state_cv_.notify_all();
       lk.unlock();
       s = Stream();
-      const bool ok = send_bytes(codec::file_header()) && send_header(*h, &s);
+      const bool ok = send_bytes(codec::file_header()) && send_header(*h, &s) &&
+                      (stuck_so_far.empty() || send_stuck(stuck_so_far, &s));
       lk.lock();
       if (!ok) close_viewer();
       continue;
@@ -540,7 +570,8 @@ void LiveServer::sender_loop() {
         for (const Control& c : ctls) {
           send_until(static_cast<size_t>(c.at - base));
           if (!ok) break;
-          ok = (c.header ? send_header(*c.header, &s) : send_ops(c.ops, &s)) && !drop_;
+          ok = (c.header ? send_header(*c.header, &s) : !c.stuck.empty() ? send_stuck(c.stuck, &s) : send_ops(c.ops, &s)) &&
+               !drop_;
         }
         send_until(batch.size());
         lk.lock();

@@ -20,6 +20,7 @@
 //   srv.start(path, header_trace, wait_s, &err);  cli.connect(path, wait_s, &err);
 //   srv.push(event) ...                           while (cli.poll(&decoder, 50)) ... decoder.trace()
 //   srv.push_ops(ops) ...                         decoder.complete() once the run ended
+//   srv.push_stuck(reports) ...
 //   srv.finish();                                 (docs/live.md)
 #pragma once
 
@@ -65,6 +66,9 @@ class LiveServer {
     push_slow(e, n);
   }
   void push_ops(const std::vector<Op>& ops);
+  // The doctor's reports (a STUK section): sent at their place in the stream, and to a viewer that
+  // attaches later right after the header.
+  void push_stuck(const std::vector<Stuck>& stuck);
   // Sends what is queued and END to the viewer (waiting up to `drain_s` seconds for it to be
   // written), closes the socket and removes the socket file.
   void finish(double drain_s = 5.0);
@@ -77,11 +81,13 @@ class LiveServer {
   struct Control {
     uint64_t at = 0;                      // events queued before it (since the viewer attached)
     std::vector<Op> ops;                  // an OPS section, or
+    std::vector<Stuck> stuck;             // a STUK section, or
     std::shared_ptr<const Trace> header;  // the new header (its changed META/TOPO/CHAN are re-sent)
   };
   struct Stream;  // what the sender has written to the current viewer (live.cc)
 
   void push_slow(const Event* e, size_t n);
+  void queue_control(Control c);  // (mu_ held) an OPS or STUK section at its place, when a viewer is attached
   void accept_loop();
   void sender_loop();
   // Sender thread: writes all of `bytes` to the viewer; false when it went away, a stuck viewer was
@@ -90,6 +96,7 @@ class LiveServer {
   bool send_header(const Trace& h, Stream* s);
   bool send_events(const Event* e, size_t n, Stream* s);
   bool send_ops(const std::vector<Op>& ops, Stream* s);
+  bool send_stuck(const std::vector<Stuck>& stuck, Stream* s);
   bool send_end(Stream* s);
   bool viewer_gone();
 
@@ -116,6 +123,7 @@ class LiveServer {
   uint64_t enq_ = 0, deq_ = 0;   // events queued / taken since the viewer attached
   std::deque<Control> ctl_;
   std::shared_ptr<const Trace> header_;
+  std::vector<Stuck> stuck_;     // every report pushed (mu_): a viewer that attaches gets them
   bool warned_invalid_ = false;  // sender thread
   std::string send_error_;       // sender thread
   std::thread acceptor_, sender_;

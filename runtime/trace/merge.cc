@@ -73,6 +73,24 @@ bool merge_traces(const std::vector<Trace>& parts, Trace* out, std::string* erro
       m.end_us = std::max(m.end_us, o.end_us);
     }
   }
+  // The doctor's reports: each process of a stuck job records the one it saw; the same verdict is kept once
+  // (the earliest).
+  for (const Trace& p : parts)
+    for (Stuck st : p.stuck) {
+      st.time_us -= t0;
+      for (StuckWait& w : st.waits) w.since_us -= t0;
+      t.stuck.push_back(std::move(st));
+    }
+  std::stable_sort(t.stuck.begin(), t.stuck.end(), [](const Stuck& a, const Stuck& b) { return a.time_us < b.time_us; });
+  {
+    std::vector<Stuck> kept;
+    for (Stuck& st : t.stuck) {
+      bool seen = false;
+      for (const Stuck& k : kept) seen = seen || (k.summary == st.summary && k.certain == st.certain);
+      if (!seen) kept.push_back(std::move(st));
+    }
+    t.stuck = std::move(kept);
+  }
   for (Op& o : t.ops) {
     const double us = o.end_us - o.begin_us;
     const double factor = o.algbw > 0 ? o.busbw / o.algbw : 0;

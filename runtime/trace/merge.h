@@ -12,7 +12,8 @@ namespace trace {
 
 // Joins `parts` (the same communicator: same ranks, topology and channels) into *out: every part's events
 // and collectives (a collective's begin is the earliest, its end the latest over the parts), times shifted
-// so the first step begins at 0, link load recomputed. False with *error naming the part that does not fit.
+// so the first step begins at 0, link load recomputed; the doctor's reports of every part in time order, a
+// verdict that several parts recorded kept once (the earliest). False with *error naming the part that does not fit.
 bool merge_traces(const std::vector<Trace>& parts, Trace* out, std::string* error);
 
 }  // namespace trace

@@ -146,6 +146,7 @@ const char* section_name(SectionKind k) {
     case SectionKind::kEvents: return "EVTS";
     case SectionKind::kLoad: return "LOAD";
     case SectionKind::kEnd: return "END";
+    case SectionKind::kStuck: return "STUK";
   }
   return "????";
 }
@@ -285,12 +286,17 @@ bool TraceWriter::flush_events() {
   return true;
 }
 
-bool TraceWriter::add_ops(const std::vector<Op>& ops) {
+bool TraceWriter::writable(const char* call) {
   if (!error_.empty()) return false;
   if (!begun_) {
-    error_ = prefixed(path_, "add_ops() before begin()");
+    error_ = prefixed(path_, std::string(call) + "() before begin()");
     return false;
   }
+  return true;
+}
+
+bool TraceWriter::add_ops(const std::vector<Op>& ops) {
+  if (!writable("add_ops")) return false;
   if (ops.empty()) return true;
   for (size_t i = 0; i < ops.size(); ++i) {
     const std::string why = codec::check_op(ops[i]);
@@ -302,6 +308,19 @@ bool TraceWriter::add_ops(const std::vector<Op>& ops) {
   if (!section(SectionKind::kOps, codec::encode_ops(ops), true)) return false;
   ops_ += ops.size();
   return true;
+}
+
+bool TraceWriter::add_stuck(const std::vector<Stuck>& stuck) {
+  if (!writable("add_stuck")) return false;
+  if (stuck.empty()) return true;
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    const std::string why = codec::check_stuck(nranks_, stuck[i]);
+    if (!why.empty()) {
+      error_ = prefixed(path_, "cannot write stuck report " + std::to_string(i) + ": " + why);
+      return false;
+    }
+  }
+  return section(SectionKind::kStuck, codec::encode_stuck(stuck), true);
 }
 
 bool TraceWriter::finish(const LinkLoad* load) {
@@ -343,7 +362,7 @@ bool write_all(TraceWriter* w, const Trace& t) {
   if (!w->begin(t)) return false;
   for (const Event& e : t.events)
     if (!w->add_event(e)) return false;
-  if (!w->flush_events() || !w->add_ops(t.ops)) return false;
+  if (!w->flush_events() || !w->add_ops(t.ops) || !w->add_stuck(t.stuck)) return false;
   return w->finish(&t.load);
 }
 

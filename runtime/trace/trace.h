@@ -17,7 +17,8 @@
 // flags); each section is a 32-byte header (u32 kind, u32 codec, u64 stored length, u64 raw length,
 // u32 CRC-32 of the stored bytes, u32 reserved) and its bytes (zstd when codec is 1). META, TOPO, CHAN
 // and OPS hold JSON; EVTS blocks hold up to kEventsPerBlock events in columns of zig-zag varint deltas
-// (times as integer nanoseconds); LOAD holds float32 GB/s per link and time bin; END holds the counts.
+// (times as integer nanoseconds); LOAD holds float32 GB/s per link and time bin; STUK (JSON) the
+// doctor's reports of stuck waits; END holds the counts.
 #pragma once
 
 #include <array>
@@ -46,6 +47,7 @@ enum class SectionKind : uint32_t {
   kEvents = 0x53545645,  // "EVTS": one block of events (binary, columnar)
   kLoad = 0x44414f4c,    // "LOAD": link-load samples (binary)
   kEnd = 0x20444e45,     // "END ": counts; the last section of a complete trace
+  kStuck = 0x4b555453,   // "STUK": the doctor's reports of stuck waits as JSON (may repeat; concatenated)
 };
 const char* section_name(SectionKind k);  // "META", ...; "????" for an unknown kind
 
@@ -128,6 +130,37 @@ struct Event {
   int32_t route = -1;        // index into Trace::routes of rank -> send_peer, -1 when none
 };
 
+// One sleeping wait the doctor's report lists (core/doctor.h, base/board.h).
+struct StuckWait {
+  int rank = -1;             // the rank that waits
+  int channel = 0;
+  int peer = -1;             // the rank it waits for
+  uint64_t step = 0;         // FIFO step it waits for
+  bool for_data = true;      // true: data (the peer's tail); false: FIFO credits (the peer's head)
+  std::string prim;          // the primitive that waits ("recvReduceSend", ...)
+  uint64_t op_count = 0;     // the communicator's operation it belongs to
+  double since_us = 0;       // when it went to sleep (the trace's clock)
+};
+
+// One rank's line of the report.
+struct StuckRank {
+  int rank = -1;
+  int pid = 0;               // 0: no status (never opened the board, or on another host)
+  std::string state;         // "running", "idle" (not in a call), "left", "dead", "none" (no status)
+  std::string line;          // the report's line for it ("rank 0 (pid 12): in op #0, ...")
+};
+
+// A report of the doctor: the ranks of a communicator that wait, and its verdict, at time_us.
+struct Stuck {
+  double time_us = 0;        // when the board was read (the trace's clock)
+  bool certain = false;      // the operation cannot complete: the waits ended with `code`
+  int code = 0;              // ncclResult_t of a certain verdict (0 otherwise)
+  std::string summary;       // the verdict, one line
+  std::vector<std::string> lines;   // the report as printed (without its "doctor: " first line)
+  std::vector<StuckRank> ranks;
+  std::vector<StuckWait> waits;     // the waits the report lists (asleep long enough)
+};
+
 // Bandwidth of each link over time: bin i covers [t0_us + i*bin_us, t0_us + (i+1)*bin_us).
 struct LinkLoad {
   double t0_us = 0;
@@ -149,6 +182,7 @@ struct Trace {
   std::vector<Op> ops;
   std::vector<Event> events;       // ordered by begin_us, then rank, channel
   LinkLoad load;
+  std::vector<Stuck> stuck;        // the doctor's reports (STUK sections), in time order
 
   // Index of the route from rank src to rank dst, -1 when the trace has none.
   int route_index(int src, int dst) const;
@@ -202,6 +236,7 @@ class TraceWriter {
   bool begin(const Trace& t);
   bool add_event(const Event& e);       // buffered; a full block is compressed and written
   bool add_ops(const std::vector<Op>& ops);  // one OPS section
+  bool add_stuck(const std::vector<Stuck>& stuck);  // one STUK section (nothing when empty)
   bool flush_events();                  // writes the buffered events as a (short) block now
   bool finish(const LinkLoad* load);    // last block, LOAD (when given) and END; closes a file
   const std::string& error() const { return error_; }
@@ -209,6 +244,7 @@ class TraceWriter {
 
  private:
   bool put(const std::string& bytes);
+  bool writable(const char* call);  // no error yet and begun (else error_ says "CALL() before begin()")
   bool section(SectionKind kind, const std::string& raw, bool compress);
   FILE* file_ = nullptr;
   Sink sink_ = nullptr;

@@ -217,6 +217,19 @@ const json& get_array(const json& obj, const char* key) {
   if (!v->is_array()) throw JsonError(fmt("\"%s\" is not an array", key));
   return *v;
 }
+void get_bool(const json& obj, const char* key, bool* out) {
+  if (const json* v = field(obj, key)) {
+    if (!v->is_boolean()) throw JsonError(fmt("\"%s\" is not a boolean", key));
+    *out = v->get<bool>();
+  }
+}
+void get_str_array(const json& obj, const char* key, std::vector<std::string>* out) {
+  out->clear();
+  for (const json& x : get_array(obj, key)) {
+    if (!x.is_string()) throw JsonError(fmt("an element of \"%s\" is not a string", key));
+    out->push_back(x.get<std::string>());
+  }
+}
 void get_int_array(const json& obj, const char* key, std::vector<int>* out) {
   const json& a = get_array(obj, key);
   out->clear();
@@ -336,6 +349,48 @@ std::vector<Op> decode_ops(const json& j) {
     get_double(x, "algbw", &o.algbw);
     get_double(x, "busbw", &o.busbw);
     out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<Stuck> decode_stuck(const json& j) {
+  need_object(j, "STUK");
+  std::vector<Stuck> out;
+  for (const json& x : get_array(j, "stuck")) {
+    need_object(x, "a stuck report");
+    Stuck s;
+    get_double(x, "time_us", &s.time_us);
+    get_bool(x, "certain", &s.certain);
+    get_int(x, "code", &s.code);
+    get_str(x, "summary", &s.summary);
+    get_str_array(x, "lines", &s.lines);
+    for (const json& r : get_array(x, "ranks")) {
+      need_object(r, "a rank of a stuck report");
+      StuckRank k;
+      get_int(r, "rank", &k.rank);
+      get_int(r, "pid", &k.pid);
+      get_str(r, "state", &k.state);
+      get_str(r, "line", &k.line);
+      s.ranks.push_back(std::move(k));
+    }
+    for (const json& w : get_array(x, "waits")) {
+      need_object(w, "a wait of a stuck report");
+      StuckWait k;
+      get_int(w, "rank", &k.rank);
+      get_int(w, "channel", &k.channel);
+      get_int(w, "peer", &k.peer);
+      get_u64f(w, "step", &k.step);
+      if (const json* v = field(w, "for")) {
+        if (!v->is_string() || (*v != "data" && *v != "credits"))
+          throw JsonError("\"for\" is neither \"data\" nor \"credits\"");
+        k.for_data = *v == "data";
+      }
+      get_str(w, "prim", &k.prim);
+      get_u64f(w, "op_count", &k.op_count);
+      get_double(w, "since_us", &k.since_us);
+      s.waits.push_back(std::move(k));
+    }
+    out.push_back(std::move(s));
   }
   return out;
 }
@@ -498,6 +553,7 @@ bool known_kind(uint32_t kind) {
     case SectionKind::kEvents:
     case SectionKind::kLoad:
     case SectionKind::kEnd:
+    case SectionKind::kStuck:
       return true;
   }
   return false;
@@ -738,6 +794,32 @@ std::string encode_ops(const std::vector<Op>& ops) {
   return dump(json{{"ops", std::move(os)}});
 }
 
+std::string encode_stuck(const std::vector<Stuck>& stuck) {
+  json ss = json::array();
+  for (const Stuck& s : stuck) {
+    json ranks = json::array(), waits = json::array();
+    for (const StuckRank& r : s.ranks)
+      ranks.push_back({{"rank", r.rank}, {"pid", r.pid}, {"state", r.state}, {"line", r.line}});
+    for (const StuckWait& w : s.waits)
+      waits.push_back({{"rank", w.rank},
+                       {"channel", w.channel},
+                       {"peer", w.peer},
+                       {"step", w.step},
+                       {"for", w.for_data ? "data" : "credits"},
+                       {"prim", w.prim},
+                       {"op_count", w.op_count},
+                       {"since_us", jnum(w.since_us)}});
+    ss.push_back({{"time_us", jnum(s.time_us)},
+                  {"certain", s.certain},
+                  {"code", s.code},
+                  {"summary", s.summary},
+                  {"lines", s.lines},
+                  {"ranks", std::move(ranks)},
+                  {"waits", std::move(waits)}});
+  }
+  return dump(json{{"stuck", std::move(ss)}});
+}
+
 std::string encode_events(const Event* ev, size_t n) {
   ColumnWriter col[kEventColumns];
   for (int c = 0; c < kEventColumns; ++c) col[c].reserve(n * (c == kColData || c == kColEnd ? 3 : 1) + 16);
@@ -917,6 +999,18 @@ std::string check_event(int nr, size_t nroutes, const Event& e) {
   if (e.proto > 2) return fmt("protocol %d is out of range", e.proto);
   if (out_of(e.route, -1, static_cast<long long>(nroutes)))
     return fmt("route %d is out of range (%zu routes)", e.route, nroutes);
+  return "";
+}
+
+std::string check_stuck(int nr, const Stuck& s) {
+  const long long n = nr > 0 ? nr : -1;
+  for (const StuckRank& r : s.ranks)
+    if (out_of(r.rank, 0, n)) return fmt("rank %d is out of range (%d ranks)", r.rank, nr);
+  for (const StuckWait& w : s.waits) {
+    if (out_of(w.rank, 0, n)) return fmt("a wait of rank %d: the rank is out of range (%d ranks)", w.rank, nr);
+    if (out_of(w.peer, -1, n)) return fmt("a wait of rank %d: peer %d is out of range (%d ranks)", w.rank, w.peer, nr);
+    if (w.channel < 0) return fmt("a wait of rank %d: channel %d is negative", w.rank, w.channel);
+  }
   return "";
 }
 
@@ -1120,6 +1214,16 @@ bool apply_section(Trace* t, ReadState* st, uint32_t kind, const std::string& ra
           why = check_load(t->links.size(), l);
           if (why.empty()) t->load = std::move(l);
         }
+        break;
+      }
+      case SectionKind::kStuck: {
+        std::vector<Stuck> ss = decode_stuck(json::parse(raw));
+        for (size_t i = 0; i < ss.size() && why.empty(); ++i) {
+          why = check_stuck(t->meta.nranks, ss[i]);
+          if (!why.empty()) why = fmt("report %zu: ", i) + why;
+        }
+        if (why.empty())
+          t->stuck.insert(t->stuck.end(), std::make_move_iterator(ss.begin()), std::make_move_iterator(ss.end()));
         break;
       }
       case SectionKind::kEnd: {

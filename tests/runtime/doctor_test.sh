@@ -93,6 +93,41 @@ env -u NCCL_DEBUG -u CCLAB_TIMEOUT CCLAB_STUCK_WARN=2 timeout 60 "$prog" missing
 [ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "threads missing: not every rank got the right sum"
 expect "threads missing" "doctor: rank 3 has not called collective #0"
 
+# The doctor's reports go into the trace (CCLAB_TRACE, a STUK section): a run that ends with a verdict
+# still writes its trace, `cclab doctor TRACE` prints the reports, `cclab trace info` mentions them.
+doctor_trace() {  # NAME TRACE EXPECTED_RC: cclab doctor TRACE into $work/out
+  "$cclab" doctor "$2" >"$work/out" 2>&1
+  local rc=$?
+  [ "$rc" = "$3" ] || fail "$1: cclab doctor TRACE exited $rc, expected $3"
+}
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT -u CCLAB_STUCK_WARN -u CCLAB_DOCTOR CCLAB_TRACE="$work/left.cctrace" \
+  timeout 60 "$prog" left threads >"$work/out" 2>&1
+count_errors "trace left" 3
+if [ -s "$work/left.cctrace" ]; then
+  doctor_trace "trace left" "$work/left.cctrace" 1
+  expect "trace left" "^doctor: rank 3 left the communicator (ncclCommDestroy / ncclCommAbort) without calling collective #0"
+  expect "trace left" "^  rank 3 (pid [0-9]*): left"
+  expect "trace left" "^  rank 0 (pid [0-9]*): in op #0, collective #0: all_reduce(1048576 x float32, sum)"
+  expect "trace left" "the operation could not complete"
+  "$cclab" trace info "$work/left.cctrace" >"$work/out" 2>&1 || fail "trace left: cclab trace info failed"
+  expect "trace left" "^doctor  *[0-9]* reports\? of stuck waits .*rank 3 left the communicator.*(certain"
+else
+  fail "trace left: no trace written ($work/left.cctrace)"
+fi
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT CCLAB_STUCK_WARN=2 CCLAB_TRACE="$work/missing.cctrace" \
+  timeout 60 "$prog" missing threads >"$work/out" 2>&1
+[ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "trace missing: not every rank got the right sum"
+doctor_trace "trace missing" "$work/missing.cctrace" 1
+expect "trace missing" "^doctor: rank 3 has not called collective #0, all_reduce(1048576 x float32, sum)"
+expect "trace missing" "waits for data from rank 3 on channel 0"
+expect "trace missing" "ranks were waiting (the waits went on)"
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT -u CCLAB_STUCK_WARN CCLAB_TRACE="$work/ok.cctrace" \
+  timeout 60 "$prog" ok threads >"$work/out" 2>&1
+doctor_trace "trace ok" "$work/ok.cctrace" 0
+expect "trace ok" "no report of the doctor"
+"$cclab" doctor "$work/nonexistent.cctrace" >"$work/out" 2>&1
+[ $? = 2 ] || fail "cclab doctor on a missing trace: expected exit 2"
+
 # No misuse, no report; and every board is gone once its job ends.
 run "ok" ok procs 30
 [ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "ok: not every rank got the right sum"

@@ -17,6 +17,7 @@
 
 #include "kernels/work.h"
 #include "trace/codec.h"
+#include "trace/merge.h"
 #include "trace/trace.h"
 
 namespace cclab {
@@ -1107,6 +1108,176 @@ TEST(TraceFormat, UnknownSectionKindsAreSkipped) {
   // Its checksum is still checked.
   file[secs[3].offset + 40] ^= 1;
   EXPECT_EQ(decode_error(file), "corrupt: section 3 (XTRA) checksum mismatch");
+}
+
+// The doctor's reports (STUK, JSON, may repeat): every field round-trips through a file and the stream
+// decoder; a report naming a rank the trace does not have is refused by the writer and the reader; a
+// trace without them reads as before.
+Stuck make_stuck(double at, bool certain) {
+  Stuck st;
+  st.time_us = at;
+  st.certain = certain;
+  st.code = certain ? 5 : 0;
+  st.summary = certain ? "rank 3 left the communicator (ncclCommDestroy / ncclCommAbort) without calling collective #0"
+                       : "rank 3 has not called collective #0, all_reduce(1048576 x float32, sum) \xe2\x80\x94 \"late\"";
+  st.lines = {"board /cclab-board-x: 4 ranks", "  rank 0 (pid 12): in op #0", "      waits for data from rank 3",
+              "verdict: " + st.summary};
+  st.ranks = {{0, 12, "running", "rank 0 (pid 12): in op #0"}, {3, 15, certain ? "left" : "running", "rank 3 (pid 15)"},
+              {2, 0, "none", "rank 2: no status"}};
+  StuckWait w;
+  w.rank = 0;
+  w.channel = 1;
+  w.peer = 3;
+  w.step = 1ull << 40;
+  w.for_data = true;
+  w.prim = "recvReduceSend";
+  w.op_count = 7;
+  w.since_us = at - 1234.5678;
+  st.waits.push_back(w);
+  w.rank = 1;
+  w.peer = 0;
+  w.for_data = false;
+  w.channel = 0;
+  w.since_us = std::numeric_limits<double>::quiet_NaN();
+  st.waits.push_back(w);
+  return st;
+}
+
+void expect_same_stuck(const std::vector<Stuck>& a, const std::vector<Stuck>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].time_us, b[i].time_us);
+    EXPECT_EQ(a[i].certain, b[i].certain);
+    EXPECT_EQ(a[i].code, b[i].code);
+    EXPECT_EQ(a[i].summary, b[i].summary);
+    EXPECT_EQ(a[i].lines, b[i].lines);
+    ASSERT_EQ(a[i].ranks.size(), b[i].ranks.size());
+    for (size_t r = 0; r < a[i].ranks.size(); ++r) {
+      EXPECT_EQ(a[i].ranks[r].rank, b[i].ranks[r].rank);
+      EXPECT_EQ(a[i].ranks[r].pid, b[i].ranks[r].pid);
+      EXPECT_EQ(a[i].ranks[r].state, b[i].ranks[r].state);
+      EXPECT_EQ(a[i].ranks[r].line, b[i].ranks[r].line);
+    }
+    ASSERT_EQ(a[i].waits.size(), b[i].waits.size());
+    for (size_t w = 0; w < a[i].waits.size(); ++w) {
+      const StuckWait &x = a[i].waits[w], &y = b[i].waits[w];
+      EXPECT_EQ(x.rank, y.rank);
+      EXPECT_EQ(x.channel, y.channel);
+      EXPECT_EQ(x.peer, y.peer);
+      EXPECT_EQ(x.step, y.step);
+      EXPECT_EQ(x.for_data, y.for_data);
+      EXPECT_EQ(x.prim, y.prim);
+      EXPECT_EQ(x.op_count, y.op_count);
+      if (std::isnan(x.since_us)) EXPECT_TRUE(std::isnan(y.since_us));
+      else EXPECT_EQ(x.since_us, y.since_us);
+    }
+  }
+}
+
+TEST(TraceFormat, StuckReportsRoundTrip) {
+  Trace t = full_trace(300);
+  t.stuck = {make_stuck(2.0e6 + 0.1, false), make_stuck(3.5e6, true)};
+  const std::string path = scratch_path("stuck.cctrace");
+  std::string err;
+  ASSERT_TRUE(write_trace(path, t, &err)) << err;
+  Trace back;
+  ASSERT_TRUE(read_trace(path, &back, &err)) << err;
+  expect_same_trace(t, back);
+  expect_same_stuck(t.stuck, back.stuck);
+  std::remove(path.c_str());
+
+  // One STUK section after OPS; END counts it.
+  const std::string bytes = encode_trace(t);
+  std::vector<std::string> kinds;
+  for (const SectionAt& x : sections_of(bytes)) kinds.push_back(codec::kind_name(x.h.kind));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"META", "TOPO", "CHAN", "EVTS", "OPS", "STUK", "LOAD", "END"}));
+  EXPECT_EQ(section_name(SectionKind::kStuck), std::string("STUK"));
+
+  // The stream decoder, a byte at a time; several STUK sections are concatenated.
+  TraceStreamDecoder d;
+  for (char c : bytes) ASSERT_TRUE(d.feed(&c, 1)) << d.error();
+  EXPECT_TRUE(d.complete());
+  expect_same_stuck(t.stuck, d.trace().stuck);
+  std::string two;
+  TraceWriter w;
+  w.open_sink([](const void* p, size_t n, void* u) {
+    static_cast<std::string*>(u)->append(static_cast<const char*>(p), n);
+    return true;
+  }, &two);
+  ASSERT_TRUE(w.begin(t));
+  ASSERT_TRUE(w.add_stuck({t.stuck[0]}));
+  for (const Event& e : t.events) ASSERT_TRUE(w.add_event(e));
+  ASSERT_TRUE(w.add_stuck({}));  // nothing: no section
+  ASSERT_TRUE(w.add_stuck({t.stuck[1]}));
+  ASSERT_TRUE(w.finish(nullptr)) << w.error();
+  Trace back2;
+  ASSERT_TRUE(decode_trace(two, &back2, &err)) << err;
+  expect_same_stuck(t.stuck, back2.stuck);
+
+  // A trace without reports has no STUK section and reads with none.
+  Trace plain = full_trace(300);
+  const std::string pb = encode_trace(plain);
+  for (const SectionAt& x : sections_of(pb)) EXPECT_NE(codec::kind_name(x.h.kind), "STUK");
+  Trace pback;
+  ASSERT_TRUE(decode_trace(pb, &pback, &err)) << err;
+  EXPECT_TRUE(pback.stuck.empty());
+}
+
+// Each process of a stuck job records the report it saw: merging the parts keeps a verdict once (the
+// earliest), every other one in time order, shifted like the events.
+TEST(TraceMerge, StuckReportsOfThePartsOnceEach) {
+  Trace a = full_trace(300), b = full_trace(300);
+  const double t0 = std::min(a.begin_us(), b.begin_us());
+  a.stuck = {make_stuck(t0 + 900, true)};
+  b.stuck = {make_stuck(t0 + 500, false), make_stuck(t0 + 950, true)};  // the second: a's verdict again
+  Trace m;
+  std::string err;
+  ASSERT_TRUE(merge_traces({a, b}, &m, &err)) << err;
+  ASSERT_EQ(m.stuck.size(), 2u);
+  EXPECT_FALSE(m.stuck[0].certain);
+  EXPECT_NEAR(m.stuck[0].time_us, 500, 1e-6);
+  EXPECT_TRUE(m.stuck[1].certain);
+  EXPECT_NEAR(m.stuck[1].time_us, 900, 1e-6);
+  EXPECT_NEAR(m.stuck[1].waits[0].since_us, 900 - 1234.5678, 1e-6);
+}
+
+TEST(TraceFormat, StuckReportsAreValidated) {
+  Trace t = full_trace(300);
+  t.stuck = {make_stuck(1, false)};
+  t.stuck[0].waits[0].peer = 4;  // 4 ranks
+  std::string err;
+  EXPECT_EQ(encode_trace(t), "");
+  const std::string path = scratch_path("bad_stuck.cctrace");
+  EXPECT_FALSE(write_trace(path, t, &err));
+  EXPECT_TRUE(contains(err, "cannot write stuck report 0: a wait of rank 0: peer 4 is out of range (4 ranks)")) << err;
+
+  // The reader refuses what the writer would not write.
+  t.stuck[0].waits[0].peer = 3;
+  const std::string good = encode_trace(t);
+  const std::vector<SectionAt> secs = sections_of(good);
+  size_t k = 0;
+  while (k < secs.size() && codec::kind_name(secs[k].h.kind) != "STUK") ++k;
+  ASSERT_LT(k, secs.size());
+  std::vector<Stuck> bad = t.stuck;
+  bad[0].ranks[0].rank = 9;
+  EXPECT_EQ(decode_error(replace_section(good, k, SectionKind::kStuck, codec::encode_stuck(bad), true)),
+            "corrupt: section 5 (STUK): report 0: rank 9 is out of range (4 ranks)");
+  EXPECT_EQ(stream_error(replace_section(good, k, SectionKind::kStuck, codec::encode_stuck(bad), true)),
+            "corrupt: section 5 (STUK): report 0: rank 9 is out of range (4 ranks)");
+  EXPECT_EQ(decode_error(replace_section(good, k, SectionKind::kStuck,
+                                         R"({"stuck":[{"waits":[{"rank":0,"for":"tea"}]}]})", false)),
+            "corrupt: section 5 (STUK): bad JSON: \"for\" is neither \"data\" nor \"credits\"");
+  EXPECT_EQ(decode_error(replace_section(good, k, SectionKind::kStuck, R"({"stuck":[{"certain":1}]})", false)),
+            "corrupt: section 5 (STUK): bad JSON: \"certain\" is not a boolean");
+  // Unknown keys are ignored, missing ones take their defaults.
+  Trace back;
+  ASSERT_TRUE(decode_trace(replace_section(good, k, SectionKind::kStuck, R"({"stuck":[{"summary":"x","new":[1]}]})", false),
+                           &back, &err))
+      << err;
+  ASSERT_EQ(back.stuck.size(), 1u);
+  EXPECT_EQ(back.stuck[0].summary, "x");
+  EXPECT_FALSE(back.stuck[0].certain);
+  EXPECT_TRUE(back.stuck[0].waits.empty());
 }
 
 // A META, TOPO or CHAN may come again (the live stream's header updates) and replaces the earlier one,

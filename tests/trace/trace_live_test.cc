@@ -356,6 +356,56 @@ TEST(LiveStream, PushesBeforeTheViewerAttachedAreNotSent) {
   EXPECT_EQ(srv.events_sent(), 10u);
 }
 
+// The doctor's reports (STUK): one pushed before the viewer attached comes right after the header, one
+// pushed while it is attached at its place among the events; a report naming a rank the header lacks is
+// left out (the decoder would refuse it).
+TEST(LiveStream, StuckReportsReachTheViewer) {
+  const std::string path = sock_path("stuck");
+  const Trace h = header(8);
+  LiveServer srv;
+  std::string err;
+  ASSERT_TRUE(srv.start(path, h, 0, &err)) << err;
+  Stuck early;
+  early.time_us = 5;
+  early.summary = "rank 7 has not called collective #0";
+  early.ranks.push_back({7, 42, "idle", "rank 7 (pid 42): has begun no operation"});
+  srv.push_stuck({early});
+  LiveClient cli;
+  ASSERT_TRUE(cli.connect(path, 2, &err)) << err;
+  ASSERT_TRUE(wait_until([&] { return srv.attached(); }, 5));
+  for (uint64_t i = 0; i < 10; ++i) srv.push(make_event(i));
+  Stuck late;
+  late.time_us = 2e6;
+  late.certain = true;
+  late.code = 5;
+  late.summary = "rank 3 left the communicator";
+  StuckWait w;
+  w.rank = 0;
+  w.peer = 3;
+  w.step = 2;
+  w.for_data = false;
+  late.waits.push_back(w);
+  Stuck bad = late;
+  bad.waits[0].peer = 8;
+  srv.push_stuck({late, bad});
+  for (uint64_t i = 10; i < 20; ++i) srv.push(make_event(i));
+  srv.finish();
+  TraceStreamDecoder dec;
+  while (cli.poll(&dec, 100)) {
+  }
+  EXPECT_TRUE(dec.complete()) << cli.error() << dec.error();
+  expect_events(dec.trace().events, 0, 20);
+  ASSERT_EQ(dec.trace().stuck.size(), 2u);
+  EXPECT_EQ(dec.trace().stuck[0].summary, early.summary);
+  ASSERT_EQ(dec.trace().stuck[0].ranks.size(), 1u);
+  EXPECT_EQ(dec.trace().stuck[0].ranks[0].line, early.ranks[0].line);
+  EXPECT_EQ(dec.trace().stuck[1].summary, late.summary);
+  EXPECT_TRUE(dec.trace().stuck[1].certain);
+  ASSERT_EQ(dec.trace().stuck[1].waits.size(), 1u);
+  EXPECT_EQ(dec.trace().stuck[1].waits[0].peer, 3);
+  EXPECT_FALSE(dec.trace().stuck[1].waits[0].for_data);
+}
+
 TEST(LiveStream, ViewerThatLeavesDoesNotDisturbTheRunAndAnotherCanAttach) {
   const std::string path = sock_path("leave");
   const Trace h = header();

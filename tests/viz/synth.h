@@ -118,5 +118,34 @@ inline trace::Trace small_trace(bool with_events = true) {
   return t;
 }
 
+// A doctor's report at `at_us` (default 70 us, after every step of small_trace): ranks 0-2 wait in a ring
+// towards rank 3, which left its communicator - rank 0 waits for data from 3 on channel 0, rank 1 for data
+// from 0, rank 2 for FIFO credits from 1.
+inline trace::Stuck stuck_report(double at_us = 70) {
+  trace::Stuck st;
+  st.time_us = at_us;
+  st.certain = true;
+  st.code = 5;
+  st.summary = "rank 3 left the communicator without calling collective #0";
+  st.lines = {"board /cclab-board-test: 4 ranks", "verdict: " + st.summary};
+  for (int r = 0; r < kGpus; ++r)
+    st.ranks.push_back({r, 100 + r, r == 3 ? "left" : "running", "rank " + std::to_string(r)});
+  auto wait = [&](int rank, int peer, bool data, uint64_t step) {
+    trace::StuckWait w;
+    w.rank = rank;
+    w.peer = peer;
+    w.channel = 0;
+    w.step = step;
+    w.for_data = data;
+    w.prim = "recv";
+    w.since_us = at_us - 10;
+    st.waits.push_back(w);
+  };
+  wait(0, 3, true, 4);
+  wait(1, 0, true, 2);
+  wait(2, 1, false, 6);
+  return st;
+}
+
 }  // namespace viz_test
 }  // namespace cclab

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "synth.h"
 #include "viz/channel_state.h"
@@ -451,6 +452,76 @@ TEST(LiveLoad, IncrementalMatchesComputeLinkLoad) {
   EXPECT_DOUBLE_EQ(wire_bytes(0, 8), 16);
   EXPECT_DOUBLE_EQ(wire_bytes(1, 120), 128);
   EXPECT_DOUBLE_EQ(wire_bytes(2, 1000), 1000);
+}
+
+// ---- the doctor's reports ------------------------------------------------------------------------------
+TEST(Stuck, PictureAtAndSpan) {
+  trace::Trace t = viz_test::small_trace();
+  EXPECT_EQ(stuck_at(t, 1e9), -1);
+  const auto plain = trace_span(t);
+  EXPECT_EQ(plain.first, t.begin_us());
+  EXPECT_EQ(plain.second, t.end_us());
+  t.stuck.push_back(viz_test::stuck_report(150));
+  t.stuck.push_back(viz_test::stuck_report(300));
+  t.stuck[1].waits.pop_back();
+  EXPECT_EQ(stuck_at(t, 149.9), -1);
+  EXPECT_EQ(stuck_at(t, 150), 0);
+  EXPECT_EQ(stuck_at(t, 299), 0);
+  EXPECT_EQ(stuck_at(t, 1e9), 1);
+  // The timeline reaches the reports after the last step.
+  const auto span = trace_span(t);
+  EXPECT_EQ(span.first, t.begin_us());
+  EXPECT_EQ(span.second, 300);
+  // No step at all (a run stuck from the start): from 0 to the report.
+  trace::Trace empty = viz_test::small_trace(false);
+  empty.stuck.push_back(viz_test::stuck_report(1.5e6));
+  EXPECT_EQ(trace_span(empty), std::make_pair(0.0, 1.5e6));
+
+  // A report that was not certain (a late rank) ends when its waits' operation completed; a certain one
+  // holds.
+  EXPECT_EQ(stuck_until(t, 0), std::numeric_limits<double>::infinity());
+  trace::Trace late = viz_test::small_trace();
+  ASSERT_FALSE(late.ops.empty());
+  late.stuck.push_back(viz_test::stuck_report(late.ops[0].begin_us + 1));
+  late.stuck[0].certain = false;
+  for (trace::StuckWait& w : late.stuck[0].waits) w.op_count = late.ops[0].op_count;
+  EXPECT_EQ(stuck_until(late, 0), late.ops[0].end_us);
+  EXPECT_EQ(stuck_at(late, late.ops[0].begin_us + 2), 0);
+  EXPECT_EQ(stuck_at(late, late.ops[0].end_us), -1);
+  late.ops[0].end_us = late.end_us() + 5;  // the op ends after its last step: the timeline reaches it
+  EXPECT_EQ(trace_span(late).second, late.ops[0].end_us);
+  late.stuck[0].waits[1].op_count = 99;  // an operation the trace has not (yet) seen end: it holds
+  EXPECT_EQ(stuck_at(late, late.ops[0].end_us), 0);
+
+  const StuckPicture p = stuck_picture(t.stuck[0]);
+  EXPECT_EQ(p.waiting, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(p.culprits, (std::vector<int>{3}));  // waited for, waiting for nobody, and left
+  ASSERT_EQ(p.arrows.size(), 3u);
+  EXPECT_EQ(p.arrows[0].from, 0);
+  EXPECT_EQ(p.arrows[0].to, 3);
+  EXPECT_EQ(p.arrows[0].label, "data ch 0 step 4");
+  EXPECT_EQ(p.arrows[2].from, 2);
+  EXPECT_EQ(p.arrows[2].to, 1);
+  EXPECT_EQ(p.arrows[2].label, "credits ch 0 step 6");
+  EXPECT_EQ(p.state(3), "left");
+  EXPECT_EQ(p.state(7), "");
+  // Several waits between the same two ranks: one arrow, a line each (at most 3).
+  trace::Stuck many = viz_test::stuck_report();
+  for (int c = 1; c < 5; ++c) {
+    trace::StuckWait w = many.waits[0];
+    w.channel = c;
+    many.waits.push_back(w);
+  }
+  const StuckPicture q = stuck_picture(many);
+  ASSERT_EQ(q.arrows.size(), 3u);
+  EXPECT_EQ(q.arrows[0].waits, 5);
+  EXPECT_EQ(q.arrows[0].label, "data ch 0 step 4\ndata ch 1 step 4\ndata ch 2 step 4\n+2 more");
+  // A rank that waits for nobody but is not waited for is no culprit; a dead one is.
+  trace::Stuck dead = viz_test::stuck_report();
+  dead.waits.clear();
+  dead.ranks[3].state = "dead";
+  EXPECT_EQ(stuck_picture(dead).culprits, (std::vector<int>{3}));
+  EXPECT_TRUE(stuck_picture(dead).waiting.empty());
 }
 
 }  // namespace

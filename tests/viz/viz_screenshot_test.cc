@@ -7,6 +7,7 @@
 #include <stb_image.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -341,6 +342,53 @@ TEST(Screenshot, CurvesView) {
   // Curves alone, without a trace.
   const std::string png = tmp_dir() + "/curves_only.png";
   EXPECT_EQ(viz_main({"--curves", csv, "--screenshot", png}), 0);
+}
+
+// The doctor's report (a STUK section): from its time on, the topology view outlines the waiting ranks
+// and the rank they wait for, draws an arrow from each waiting rank to its peer, and the layout says so;
+// before it, nothing is marked.
+TEST(Screenshot, StuckRanksAndTheirWaits) {
+  trace::Trace t = viz_test::small_trace();
+  t.stuck.push_back(viz_test::stuck_report(70));
+  const std::string tr = write_synthetic(t, "stuck.cctrace");
+  const Shot before = shoot(tr, {"--at", "30"});
+  EXPECT_EQ(before.layout["stuck"]["report"], -1);
+  EXPECT_TRUE(before.layout["stuck"]["ranks"].empty());
+  EXPECT_TRUE(before.layout["stuck"]["waits"].empty());
+
+  const Shot s = shoot(tr, {"--at", "100%"});
+  const json& st = s.layout["stuck"];
+  EXPECT_EQ(st["report"], 0);
+  EXPECT_EQ(st["summary"], t.stuck[0].summary);
+  ASSERT_EQ(st["ranks"].size(), 4u);
+  for (const json& r : st["ranks"]) {
+    const int rank = r["rank"].get<int>();
+    EXPECT_EQ(r["waiting"].get<bool>(), rank != 3) << rank;
+    EXPECT_EQ(r["culprit"].get<bool>(), rank == 3) << rank;
+    const Color c = rank == 3 ? kStuckCulprit : kStuckWaiting;
+    EXPECT_EQ(color_of(r["color"]), c);
+    // The outline, 4 px outside the node's box, left edge at mid-height.
+    const json& rc = r["rect"];
+    const float x = rc[0].get<float>() - 4, y = (rc[1].get<float>() + rc[3].get<float>()) / 2;
+    EXPECT_GE(count_near(s.img, x, y, c, 1, 12), 2) << "outline of rank " << rank << " at " << x << "," << y;
+  }
+  ASSERT_EQ(st["waits"].size(), 3u);
+  const json& w0 = st["waits"][0];
+  EXPECT_EQ(w0["from"], 0);
+  EXPECT_EQ(w0["to"], 3);
+  EXPECT_EQ(w0["label"], "data ch 0 step 4");
+  for (const json& w : st["waits"]) {
+    // The arrow's curve near its start (its label sits over the middle of a short one).
+    int best = 0;
+    for (float f : {0.1f, 0.15f, 0.2f, 0.25f}) {
+      auto at = [&](int k) {
+        return (1 - f) * (1 - f) * w["p0"][k].get<float>() + 2 * f * (1 - f) * w["control"][k].get<float>() +
+               f * f * w["p1"][k].get<float>();
+      };
+      best = std::max(best, count_near(s.img, at(0), at(1), kStuckArrow, 2, 12));
+    }
+    EXPECT_GE(best, 3) << "arrow " << w["from"] << "->" << w["to"];
+  }
 }
 
 }  // namespace
