@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <set>
 
 #include "base/log.h"
 #include "kernels/describe.h"
@@ -131,8 +133,53 @@ const char* board_proto_name(int q) {
   return q >= 0 && q < 3 ? kNames[q] : "?";
 }
 
+namespace {
+
+// The boards this process has open: at exit each slot is marked left (and the board removed when no other
+// rank of it runs), so a program that ends without ncclCommDestroy leaves no object in /dev/shm and its
+// peers in other processes see it leave. Never destroyed (exit handlers may run after static destructors).
+std::mutex& open_mu() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::set<Board*>& open_boards() {
+  static std::set<Board*>* boards = new std::set<Board*>;
+  return *boards;
+}
+
+void leave_all_at_exit() {
+  std::lock_guard<std::mutex> lk(open_mu());
+  for (Board* b : open_boards()) b->leave();
+}
+
+// Boards whose ranks all ended - jobs killed (a SIGKILL runs no exit handler) - removed once per process
+// at its first board, when older than kStaleUs (a board being created has no live slot for a moment).
+constexpr double kStaleUs = 10e6;
+void sweep_stale_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    atexit(leave_all_at_exit);
+    const double now = mono_us();
+    for (const std::string& name : board_list()) {
+      BoardSnapshot s;
+      std::string why;
+      if (board_read(name, &s, &why) && board_all_ended(s) && now - s.header.created_us > kStaleUs)
+        shm_unlink(name.c_str());
+    }
+  });
+}
+
+}  // namespace
+
+bool board_all_ended(const BoardSnapshot& s) {
+  for (size_t r = 0; r < s.slots.size(); ++r)
+    if (s.slots[r].pid != 0 && s.slots[r].state == kBoardSlotLive && s.alive[r] == 1) return false;
+  return true;
+}
+
 bool Board::open(const std::string& id, int nranks, int rank, uint64_t host_hash, std::string* why) {
   close();
+  sweep_stale_once();
   name_ = "/cclab-board-" + id;
   const size_t bytes = board_bytes(nranks);
   const int fd = shm_open(name_.c_str(), O_RDWR | O_CREAT, 0600);
@@ -171,6 +218,8 @@ bool Board::open(const std::string& id, int nranks, int rank, uint64_t host_hash
   slot_->joined_us = mono_us();
   put(&slot_->state, static_cast<uint32_t>(kBoardSlotLive));
   __atomic_store_n(&slot_->pid, static_cast<int32_t>(getpid()), __ATOMIC_RELEASE);
+  std::lock_guard<std::mutex> lk(open_mu());
+  open_boards().insert(this);
   return true;
 }
 
@@ -180,6 +229,18 @@ BoardSlot* Board::slot(int r) const {
 
 void Board::close() {
   if (hdr_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(open_mu());
+    open_boards().erase(this);
+  }
+  leave();
+  munmap(hdr_, bytes_);
+  hdr_ = nullptr;
+  slot_ = nullptr;
+}
+
+void Board::leave() {
+  if (hdr_ == nullptr || __atomic_load_n(&slot_->state, __ATOMIC_ACQUIRE) == kBoardSlotLeft) return;
   for (int i = 0; i < kBoardWaits; ++i) put(&slot_->waits[i].since_us, 0.0);
   put(&slot_->left_us, mono_us());
   __atomic_store_n(&slot_->state, static_cast<uint32_t>(kBoardSlotLeft), __ATOMIC_RELEASE);
@@ -194,9 +255,6 @@ void Board::close() {
     others = pid != 0 && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == kBoardSlotLive && pid_alive(pid);
   }
   if (!others) shm_unlink(name_.c_str());
-  munmap(hdr_, bytes_);
-  hdr_ = nullptr;
-  slot_ = nullptr;
 }
 
 void Board::op_begin(const BoardOp& op) {

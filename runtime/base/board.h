@@ -99,8 +99,10 @@ class Board {
   // Opens (creating if needed) the board of communicator `id` with `nranks` slots and claims slot `rank`.
   // False (with *why) when shared memory is unavailable: the runtime then runs without a board.
   bool open(const std::string& id, int nranks, int rank, uint64_t host_hash, std::string* why);
-  // Marks the slot left (`aborted` or destroyed) and unmaps; the last rank of the host unlinks the object.
+  // Marks the slot left (destroyed or aborted) and unmaps; the last rank of the host unlinks the object.
   void close();
+  // Marks the slot left and unlinks the object if it was the last, but keeps it mapped (the process exits).
+  void leave();
   ~Board() { close(); }
   bool is_open() const { return slot_ != nullptr; }
 
@@ -140,6 +142,8 @@ struct BoardSnapshot {
 bool board_read(const std::string& name, BoardSnapshot* out, std::string* why);
 // Copies an open board.
 BoardSnapshot board_snapshot(const Board& b);
+// True when no rank of the board is live in a running process (a finished or killed job's board).
+bool board_all_ended(const BoardSnapshot& s);
 // The boards on this host (/dev/shm/cclab-board-*), by name.
 std::vector<std::string> board_list();
 

@@ -66,11 +66,6 @@ int print_trace_reports(const std::string& path) {
   return 1;
 }
 
-bool all_ended(const BoardSnapshot& s) {
-  for (size_t r = 0; r < s.slots.size(); ++r)
-    if (s.slots[r].pid != 0 && s.slots[r].state == kBoardSlotLive && s.alive[r] == 1) return false;
-  return true;
-}
 
 }  // namespace
 
@@ -126,7 +121,7 @@ int doctor_main(const std::vector<std::string>& args) {
       continue;
     }
     if (clean) {
-      if (all_ended(s) && shm_unlink(name.c_str()) == 0) {
+      if (board_all_ended(s) && shm_unlink(name.c_str()) == 0) {
         std::printf("removed %s (no rank of it runs)\n", name.c_str());
         ++cleaned;
       }
@@ -134,7 +129,7 @@ int doctor_main(const std::vector<std::string>& args) {
     }
     const BoardVerdict v = board_judge(s, stuck_s * 1e6);
     for (const std::string& l : v.lines) std::printf("%s\n", l.c_str());
-    if (all_ended(s)) std::printf("   (no rank of it runs any more: a job that was killed; --clean removes it)\n");
+    if (board_all_ended(s)) std::printf("   (no rank of it runs any more: a job that was killed; --clean removes it)\n");
     std::printf("\n");
     if (v.stuck && status == 0) status = 1;
   }

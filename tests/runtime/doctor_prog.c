@@ -6,6 +6,7 @@
  *   dead     its process dies without calling (procs only: _exit)
  *   missing  sleeps 8 s, then calls (late, not wrong)
  *   ok       calls it like the others
+ *   nodestroy  every rank calls it and ends without destroying its communicator (the process exits)
  * MODE-small (e.g. left-small) all-reduces 1 float instead: its protocol's connections are made at its
  * first call (NCCL's runtime connect), so the others wait for rank 3 to connect rather than for data.
  * Ranks are threads of this process or (procs, the default) forked processes. Each rank prints one
@@ -62,7 +63,7 @@ static void rank_main(int r) {
   printf("rank %d: %s: %s%s\n", r, ncclGetErrorString(res), error, right ? "sum right" : "");
   fflush(stdout);
   if (res != ncclSuccess) ncclCommAbort(comm);
-  else ncclCommDestroy(comm);
+  else if (strcmp(mode, "nodestroy") != 0) ncclCommDestroy(comm);
   free(buf);
   free(out);
 }
@@ -97,8 +98,7 @@ int main(int argc, char** argv) {
     pid[r] = fork();
     if (pid[r] == 0) {
       rank_main(r);
-      fflush(stdout);
-      _exit(0);
+      exit(0);  /* exit handlers run, as in a program that returns from main */
     }
   }
   for (int r = 0; r < kRanks; ++r) waitpid(pid[r], NULL, 0);
