@@ -241,6 +241,8 @@ void Board::close() {
 
 void Board::leave() {
   if (hdr_ == nullptr || __atomic_load_n(&slot_->state, __ATOMIC_ACQUIRE) == kBoardSlotLeft) return;
+  // A child forked after the board was opened does not own the slot: its exit is not the rank's.
+  if (__atomic_load_n(&slot_->pid, __ATOMIC_ACQUIRE) != getpid()) return;
   for (int i = 0; i < kBoardWaits; ++i) put(&slot_->waits[i].since_us, 0.0);
   put(&slot_->left_us, mono_us());
   __atomic_store_n(&slot_->state, static_cast<uint32_t>(kBoardSlotLeft), __ATOMIC_RELEASE);
