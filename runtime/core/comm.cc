@@ -402,6 +402,8 @@ ncclResult_t init_body(ncclComm_t comm, ncclUniqueId id) {
   me.gpu_sm = 0;
   me.cpus = cpus_available();
   me.nonce = fnv1a(&comm, sizeof comm, static_cast<uint64_t>(now_us() * 1e3) ^ (static_cast<uint64_t>(me.pid) << 32));
+  me.board_addr = socket_address_zero();
+  if (comm->backend->kind() == cclabBackendHost) me.board_addr = doctor_board_server(comm->bootstrap->peer_address(comm->rank));
   if (comm->backend->device_pci(comm->dev, &me.gpu_busid, &me.gpu_sm) != ncclSuccess) {
     // Still takes part in the exchange; topology detection then falls back (comm_topo.cc).
     CCLAB_WARN("rank %d: the PCI bus id of CUDA device %d is unknown (%s)", comm->rank, comm->dev, last_error());

@@ -40,6 +40,7 @@ struct PeerInfo {
   int gpu_sm;          // CUDA backend: that GPU's compute capability x10; 0 otherwise
   int cpus;            // CPUs its process may run on (sched_getaffinity): the host model's cores
   uint64_t nonce;      // differs between communicators made from one unique id: rank 0's names its board
+  SocketAddress board_addr;  // host backend: where its process serves this host's boards (core/doctor.h); port 0: none
 };
 
 // One end of one connection, with the memory that keeps it alive.

@@ -20,12 +20,19 @@
 #include <memory>
 #include <string>
 
+#include "bootstrap/socket.h"
 #include "cclab/nccl.h"
 #include "kernels/primitives.h"
 
 namespace cclab {
 
 class Doctor;
+
+// Starts (once per process) the server through which doctors on other hosts read this host's boards,
+// listening on `near`'s IP (the bootstrap's interface), and returns its address (port 0: none, e.g.
+// CCLAB_DOCTOR=0). A stuck rank's doctor reads, beside its own host's board, the board of every other host
+// of its communicator from one rank's process there, so the report and the verdict cover every rank.
+SocketAddress doctor_board_server(const SocketAddress& near);
 
 // Opens the board of a host communicator (after its peers are known). Never fails: without shared
 // memory the communicator runs without a board (INFO says why).

@@ -9,7 +9,8 @@
  *   nodestroy  every rank calls it and ends without destroying its communicator (the process exits)
  * MODE-small (e.g. left-small) all-reduces 1 float instead: its protocol's connections are made at its
  * first call (NCCL's runtime connect), so the others wait for rank 3 to connect rather than for data.
- * Ranks are threads of this process or (procs, the default) forked processes. Each rank prints one
+ * Ranks are threads of this process or (procs, the default) forked processes; with DOCTOR_HOSTS=2 the
+ * processes play two hosts. Each rank prints one
  * line, "rank R: <error string>: <last error>" and "sum right" when its result is exact; the exit
  * status is 0 when every live rank returned (whatever it returned), so a hang shows as a time-out. */
 #include <pthread.h>
@@ -29,6 +30,9 @@ static size_t count = kCount;
 
 static void rank_main(int r) {
   ncclComm_t comm;
+  /* DOCTOR_HOSTS=2 (processes): ranks 0-1 and 2-3 play two hosts (NCCL_HOSTID), joined by NET/Socket. */
+  const char* hosts = getenv("DOCTOR_HOSTS");
+  if (hosts != NULL && strcmp(hosts, "2") == 0) setenv("NCCL_HOSTID", r < 2 ? "doctor-host-a" : "doctor-host-b", 1);
   float* buf = malloc(sizeof(float) * kCount);
   float* out = malloc(sizeof(float) * kCount * kRanks);
   for (size_t i = 0; i < count; ++i) buf[i] = (float)(r + 1);

@@ -87,6 +87,17 @@ if [ -n "$rank0" ]; then expect "missing" "doctor: SIGUSR1: rank 3 has not calle
 [ "$doctor_rc" = 1 ] || { cp "$work/doctor" "$work/out"; fail "cclab doctor: exit $doctor_rc, expected 1 (stuck)"; }
 grep -q "verdict: rank 3 has not called collective #0" "$work/doctor" || { cp "$work/doctor" "$work/out"; fail "cclab doctor: no verdict naming rank 3"; }
 
+# Two hosts (NCCL_HOSTID: ranks 0-1 and 2-3, NET between them): each host has its own board, and each
+# host's report shows every rank - the other host's slots read through its board server.
+env -u NCCL_DEBUG -u CCLAB_TIMEOUT DOCTOR_HOSTS=2 CCLAB_STUCK_WARN=2 timeout 60 "$prog" missing procs >"$work/out" 2>&1
+[ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "two hosts: not every rank got the right sum"
+[ "$(grep -o 'board /cclab-board-[0-9a-f-]*' "$work/out" | sort -u | wc -l)" = 2 ] || fail "two hosts: expected a report from each host's board"
+if grep -q "no status" "$work/out"; then fail "two hosts: a report lacks the other host's ranks"; fi
+[ "$(grep -c 'rank 2 (pid [0-9]*): in op #0, collective #0: all_reduce(1048576 x float32, sum)' "$work/out")" = 2 ] ||
+  fail "two hosts: rank 2's operation is not in both reports"
+[ "$(grep -c 'rank 0 (pid [0-9]*): in op #0, collective #0: all_reduce(1048576 x float32, sum)' "$work/out")" = 2 ] ||
+  fail "two hosts: rank 0's operation is not in both reports"
+
 # Threads: the same late rank, reported in-process.
 env -u NCCL_DEBUG -u CCLAB_TIMEOUT CCLAB_STUCK_WARN=2 timeout 60 "$prog" missing threads >"$work/out" 2>&1
 [ "$(grep -c 'sum right' "$work/out")" = 4 ] || fail "threads missing: not every rank got the right sum"
