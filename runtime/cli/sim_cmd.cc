@@ -92,6 +92,13 @@ constexpr FlagSpec kFlags[] = {
     {"-d", "--datatype", "-d/--datatype", 1, true},
     {"-o", "--op", "-o/--op", 1, true},
     {"-r", "--root", "-r/--root", 1, true},
+    {"-c", "--check", "-c/--check", 1, true},
+    {"-m", "--agg_iters", "-m/--agg_iters", 1, true},
+    {"-t", "--nthreads", "-t/--nthreads", 1, true},
+    {"-g", "--ngpus", "-g/--ngpus", 1, true},
+    {nullptr, "--nprocs", "--nprocs", 1, true},
+    {"-z", "--blocking", "-z/--blocking", 1, true},
+    {"-a", "--average", "-a/--average", 1, true},
     {nullptr, "--topo", "--topo", 1, true},
     {nullptr, "--xml", "--xml", 1, true},
     {nullptr, "--nodes", "--nodes", 1, true},
@@ -282,6 +289,19 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run
       run->topo_label = machines > 1 ? preset + ":" + std::to_string(machines) : preset;
     }
     if (c.has("--ranks")) cfg.nranks = static_cast<int>(parse_int(c.get("--ranks"), "--ranks", 1, 1 << 20));
+    // nccl-tests' rank count: processes x threads x GPUs per thread (-t, -g, --nprocs as `cclab perf`).
+    if (c.has("-t/--nthreads") || c.has("-g/--ngpus") || c.has("--nprocs")) {
+      long long n = 1;
+      for (const char* f : {"-t/--nthreads", "-g/--ngpus", "--nprocs"})
+        if (c.has(f)) n *= parse_int(c.get(f), f, 1, 1 << 20);
+      if (n > (1 << 20)) throw std::invalid_argument("-t x -g x --nprocs is more than 1048576 ranks");
+      if (c.has("--ranks") && n != cfg.nranks) {
+        *error = "--ranks " + std::to_string(cfg.nranks) + " disagrees with -t x -g x --nprocs = " + std::to_string(n) +
+                 " (give one or the other)";
+        return false;
+      }
+      cfg.nranks = static_cast<int>(n);
+    }
 
     // Sizes (nccl-tests: -e defaults to -b; -f > 1 overrides -i).
     if (c.has("-b/--minbytes")) cfg.min_bytes = parse_size(c.get("-b/--minbytes"), "-b/--minbytes");
@@ -354,8 +374,25 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run
     }
     if (c.has("-r/--root")) cfg.root = static_cast<int>(parse_int(c.get("-r/--root"), "-r/--root", 0, 1 << 20));
 
-    // How finely.
+    // nccl-tests flags with nothing to simulate: accepted (a pasted nccl-tests line runs) and checked.
+    if (c.has("-m/--agg_iters") && parse_int(c.get("-m/--agg_iters"), "-m/--agg_iters", 1, 1 << 20) != 1) {
+      *error = "-m/--agg_iters " + c.get("-m/--agg_iters") +
+               ": cclab sim times one operation per iteration; aggregated launches are not modelled (use -m 1)";
+      return false;
+    }
+    if (c.has("-z/--blocking")) parse_int(c.get("-z/--blocking"), "-z/--blocking", 0, 1);
+    if (c.has("-a/--average")) parse_int(c.get("-a/--average"), "-a/--average", 0, 3);
+
+    // How finely. nccl-tests' -c 1 checks the results: the simulation moves real bytes.
     if (c.has("--payload")) cfg.payload = true;
+    if (c.has("-c/--check")) {
+      const bool check = parse_int(c.get("-c/--check"), "-c/--check", 0, 1 << 20) != 0;
+      if (!check && c.has("--payload")) {
+        *error = "-c/--check 0 disagrees with --payload (which checks the results)";
+        return false;
+      }
+      cfg.payload = check;
+    }
     if (c.has("--level")) {
       const std::string& l = c.get("--level");
       if (l == "auto") {
@@ -666,6 +703,13 @@ std::string sim_usage() {
          "                           f8e4m3, f8e5m2 (default float)\n"
          "  -o, --op OP              sum, prod, max, min, avg, mulsum (default sum)\n"
          "  -r, --root N             root rank of broadcast and reduce (default 0)\n"
+         "  -c, --check 0|1          1: move real bytes and check the results (the same as --payload); 0: not\n"
+         "  -t, --nthreads N, -g, --ngpus N, --nprocs N\n"
+         "                           ranks = their product, as nccl-tests counts them (instead of --ranks)\n"
+         "  -m, --agg_iters 1        accepted with 1 only (one operation per iteration is simulated)\n"
+         "  -z, --blocking 0|1, -a, --average 0-3\n"
+         "                           accepted, no effect: the time reported is the operation's end on the\n"
+         "                           last rank, simulated\n"
          "How:\n"
          "  --payload                move and reduce real bytes and check the results (#wrong column)\n"
          "  --level auto|step|flow   every slice a SimGrid communication (step), one flow per connection\n"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "cli_test_util.h"
 #include "perf_report.h"
+#include "perf_options.h"
 #include "sim_cmd.h"
 
 namespace cclab {
@@ -293,6 +295,57 @@ TEST(SimFlags, ErrorsNameTheFlagAndValue) {
     EXPECT_FALSE(p.ok) << joined;
     EXPECT_EQ(p.message.rfind("cclab sim: ", 0), 0u) << p.message;
     for (const auto& w : k.want) EXPECT_TRUE(contains(p.message, w)) << joined << "-> " << p.message;
+  }
+}
+
+// A pasted nccl-tests line runs: every flag `cclab perf` documents (its usage text, so a flag added there
+// and not here fails) is accepted by `cclab sim` with a value both take.
+TEST(SimFlags, EveryNcclTestsFlagOfPerf) {
+  const std::map<std::string, std::string> value = {
+      {"-b", "8"}, {"-e", "1M"}, {"-i", "1M"}, {"-f", "2"}, {"-n", "5"}, {"-w", "1"}, {"-m", "1"}, {"-c", "1"},
+      {"-o", "sum"}, {"-d", "float"}, {"-r", "0"}, {"-t", "2"}, {"-g", "2"}, {"-z", "1"}, {"-a", "1"}, {"--nprocs", "2"}};
+  std::istringstream usage(cclab::perf_usage());
+  std::string line;
+  int checked = 0;
+  while (std::getline(usage, line)) {
+    std::string flag;
+    if (line.rfind("  -", 0) == 0 && line.size() > 4 && line[4] == ',') flag = line.substr(2, 2);  // "  -b, --..."
+    if (line.rfind("      --nprocs", 0) == 0) flag = "--nprocs";
+    if (flag.empty() || flag == "-h") continue;
+    auto v = value.find(flag);
+    ASSERT_NE(v, value.end()) << "cclab perf documents " << flag << ": give it a value here and accept it in cclab sim";
+    const SimCmdParse p = parse({"all_reduce", flag, v->second});
+    EXPECT_TRUE(p.ok) << flag << " " << v->second << ": " << p.message;
+    ++checked;
+  }
+  EXPECT_GE(checked, 16);
+  // What they mean in a simulation.
+  SimCmdParse p = parse({"all_reduce", "-c", "1"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_TRUE(p.options.run.config.payload);
+  p = parse({"all_reduce", "-c", "0"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_FALSE(p.options.run.config.payload);
+  p = parse({"all_reduce", "-t", "2", "-g", "2", "--nprocs", "2"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.run.config.nranks, 8);
+  p = parse({"all_reduce", "-g", "4", "--ranks", "4"});
+  EXPECT_TRUE(p.ok) << p.message;
+  const struct {
+    std::vector<std::string> args;
+    const char* want;
+  } bad[] = {
+      {{"all_reduce", "-t", "2", "--ranks", "8"}, "--ranks 8 disagrees with -t x -g x --nprocs = 2"},
+      {{"all_reduce", "-c", "0", "--payload"}, "-c/--check 0 disagrees with --payload"},
+      {{"all_reduce", "-m", "4"}, "-m/--agg_iters 4"},
+      {{"all_reduce", "-a", "4"}, "-a/--average"},
+      {{"all_reduce", "-z", "2"}, "-z/--blocking"},
+      {{"all_reduce", "-t", "0"}, "-t/--nthreads"},
+  };
+  for (const auto& k : bad) {
+    p = parse(k.args);
+    EXPECT_FALSE(p.ok) << k.want;
+    EXPECT_TRUE(contains(p.message, k.want)) << p.message;
   }
 }
 
