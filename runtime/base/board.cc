@@ -469,7 +469,7 @@ BoardVerdict board_judge(const BoardSnapshot& s, double min_wait_us) {
   for (int r = 0; r < n; ++r)
     if (s.alive[r] == 0 && s.slots[r].state != kBoardSlotLeft) dead.push_back(r);
   if (!dead.empty())
-    verdict(true, /*ncclRemoteError*/ 6,
+    verdict(true, ncclRemoteError,
             string_printf("%s (pid %d%s) died: %s process ended without leaving the communicator%s%s", ranks_word(dead).c_str(),
                 s.slots[dead[0]].pid, dead.size() > 1 ? ", ..." : "", dead.size() > 1 ? "their" : "its",
                 stuck_ranks.empty() ? "" : "; waiting for it: ", stuck_ranks.empty() ? "" : ranks_word(stuck_ranks).c_str()),
@@ -499,11 +499,11 @@ BoardVerdict board_judge(const BoardSnapshot& s, double min_wait_us) {
       for (const auto& kv : by_sig) text += " " + ranks_word(kv.second) + " called " + kv.first + ";";
       text.back() = '.';
       text += " Every rank must call the same collectives in the same order, with the same count, datatype, op and root";
-      verdict(true, /*ncclInvalidUsage*/ 5, text, 2);
+      verdict(true, ncclInvalidUsage, text, 2);
     }
     const std::string sig = signature(*lowest_op);
     if (!left.empty())
-      verdict(true, 5,
+      verdict(true, ncclInvalidUsage,
               string_printf("%s left the communicator (ncclCommDestroy / ncclCommAbort) without calling %s, %s, which %s %s in",
                   ranks_word(left).c_str(), what.c_str(), sig.c_str(),
                   ranks_word(by_sig.begin()->second).c_str(), by_sig.begin()->second.size() == 1 ? "is" : "are"),

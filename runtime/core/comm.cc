@@ -182,7 +182,7 @@ class ConnectWait {
  public:
   ConnectWait(ncclComm_t comm, int channel, int peer)
       : comm_(comm), site_{comm->rank, channel, peer, kConnectStep, false, PrimKind::kSend},
-        warn_us_(static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6) {}
+        warn_us_(stuck_warn_us()) {}
   ~ConnectWait() {
     if (begun_) doctor_wait_end(comm_, site_);
   }

@@ -216,9 +216,11 @@ std::string board_id(ncclComm_t comm, uint64_t host_hash) {
   return comm->id_hash + tail;
 }
 
+double stuck_warn_us() { return static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6; }
+
 void doctor_attach(ncclComm_t comm) {
   auto d = std::make_shared<Doctor>(comm);
-  d->stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+  d->stuck_warn_us = stuck_warn_us();
   if (param_int("CCLAB_DOCTOR", 1) != 0) {
     std::string why;
     const uint64_t host = comm->peers[comm->rank].host_hash;
@@ -236,12 +238,23 @@ void doctor_attach(ncclComm_t comm) {
 
 void doctor_detach(ncclComm_t comm) { comm->doctor.reset(); }
 
+namespace {
+
+// The doctor of `comm` when its board records operation `seq` (nullptr: no board); the waits that follow
+// name `seq` either way.
+Doctor* recording(ncclComm_t comm, uint64_t seq) {
+  Doctor* d = comm->doctor.get();
+  if (d == nullptr) return nullptr;
+  d->cur_seq.store(seq, std::memory_order_relaxed);
+  return d->board.is_open() ? d : nullptr;
+}
+
+}  // namespace
+
 void doctor_coll_begin(ncclComm_t comm, uint64_t seq, int coll, size_t count, int dtype, int redop, int root,
                        const char* algo, int proto, int nchannels) {
-  Doctor* d = comm->doctor.get();
+  Doctor* d = recording(comm, seq);
   if (d == nullptr) return;
-  d->cur_seq.store(seq, std::memory_order_relaxed);
-  if (!d->board.is_open()) return;
   BoardOp o{};
   o.seq = seq;
   o.coll_seq = d->coll_seq.fetch_add(1, std::memory_order_relaxed);
@@ -254,16 +267,13 @@ void doctor_coll_begin(ncclComm_t comm, uint64_t seq, int coll, size_t count, in
   o.nchannels = nchannels;
   o.proto = proto;
   o.peer = -1;
-  o.begin_us = 0;
   snprintf(o.algo, sizeof o.algo, "%s", algo);
   d->board.op_begin(o);
 }
 
 void doctor_p2p_begin(ncclComm_t comm, uint64_t seq, int nops, int first_peer, size_t bytes) {
-  Doctor* d = comm->doctor.get();
+  Doctor* d = recording(comm, seq);
   if (d == nullptr) return;
-  d->cur_seq.store(seq, std::memory_order_relaxed);
-  if (!d->board.is_open()) return;
   BoardOp o{};
   o.seq = seq;
   o.coll_seq = d->coll_seq.load(std::memory_order_relaxed);

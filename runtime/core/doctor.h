@@ -34,6 +34,10 @@ class Doctor;
 // of its communicator from one rank's process there, so the report and the verdict cover every rank.
 SocketAddress doctor_board_server(const SocketAddress& near);
 
+// CCLAB_STUCK_WARN in microseconds: how long a wait sleeps before it is reported (30 s; 0: never). The
+// host executor's waits, the connection waits and the doctor's report all use it.
+double stuck_warn_us();
+
 // Opens the board of a host communicator (after its peers are known). Never fails: without shared
 // memory the communicator runs without a board (INFO says why).
 void doctor_attach(ncclComm_t comm);

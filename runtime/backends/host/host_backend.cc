@@ -68,7 +68,7 @@ ncclResult_t HostBackend::attach(ncclComm_t comm) {
   hc->exec_cfg.spin_us = static_cast<double>(param_int("CCLAB_SPIN_US", ranks_here > cpus ? 0 : 20));
   hc->exec_cfg.yield_us = static_cast<double>(param_int("CCLAB_YIELD_US", 2000));
   hc->exec_cfg.timeout_us = comm->timeout_s * 1e6;
-  hc->exec_cfg.stuck_warn_us = static_cast<double>(param_int("CCLAB_STUCK_WARN", 30)) * 1e6;
+  hc->exec_cfg.stuck_warn_us = stuck_warn_us();
   // Sleeping waits are watched: a dead peer process, the doctor's verdict (core/doctor.h).
   doctor_attach(comm);
   hc->exec_cfg.watch = WaitWatch{comm, doctor_wait_begin, doctor_wait_poll, doctor_wait_end};
