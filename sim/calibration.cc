@@ -21,8 +21,10 @@
 #include "sim/calibration.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace cclab {
 namespace sim {
@@ -98,6 +100,10 @@ Calibration make_default() {
       "fitted: the part of NCCL 2.28.9 tuning.cc baseLat (Ring LL 6.6 / LL128 14.0 "
       "/ Simple 8.4 us, Tree 6.8 / 14.0 / 8.4) that is not step latency: kernel launch, the "
       "channels' first loads and the completion seen by the host stream, ~4 us";
+  c.loop_share_source = "provisional";
+  c.host_issue_us = 0;
+  c.host_issue_per_channel_us = 0;
+  c.host_issue_source = "provisional";
   return c;
 }
 
@@ -163,8 +169,116 @@ std::string Calibration::describe() const {
     add_line(&s, std::string("step_overhead.") + protos[p], fmt_num(step_overhead_us[p]), "us",
              step_overhead_source);
   }
+  for (int p = 0; p < 3; ++p) {
+    add_line(&s, std::string("loop_share.") + protos[p], fmt_num(loop_share[p]), "x", loop_share_source);
+  }
   add_line(&s, "launch", fmt_num(launch_us), "us", launch_source);
+  add_line(&s, "host_issue", fmt_num(host_issue_us), "us", host_issue_source);
+  add_line(&s, "host_issue.per_channel", fmt_num(host_issue_per_channel_us), "us", host_issue_source);
   return s;
+}
+
+namespace {
+
+// One settable constant: its name, where it lives, and the values it may take.
+struct Knob {
+  std::string name;
+  double* real = nullptr;  // or
+  int* whole = nullptr;
+  double lo = 0, hi = 0;   // inclusive bounds
+};
+
+std::vector<Knob> knobs(Calibration* c) {
+  std::vector<Knob> k;
+  std::vector<GpuModel*> sorted;
+  for (GpuModel& g : c->gpus) sorted.push_back(&g);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const GpuModel* a, const GpuModel* b) { return a->sm < b->sm; });
+  for (GpuModel* g : sorted) {
+    const std::string base = "gpu.sm" + std::to_string(g->sm);
+    k.push_back({base + ".sms", nullptr, &g->sms, 1, 1024});
+    k.push_back({base + ".sm_copy", &g->sm_copy_gbs, nullptr, 1e-3, 1e5});
+    k.push_back({base + ".tflops", &g->tflops, nullptr, 1e-3, 1e6});
+  }
+  LinkEfficiency& e = c->efficiency;
+  k.push_back({"efficiency.nvlink", &e.nvlink, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.pcie", &e.pcie, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.sys", &e.sys, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.net", &e.net, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.loc", &e.loc, nullptr, 1e-3, 1});
+  const char* const protos[3] = {"LL", "LL128", "Simple"};
+  for (int p = 0; p < 3; ++p) k.push_back({std::string("step_overhead.") + protos[p], &c->step_overhead_us[p], nullptr, 0, 1e6});
+  for (int p = 0; p < 3; ++p) k.push_back({std::string("loop_share.") + protos[p], &c->loop_share[p], nullptr, 1e-3, 1});
+  k.push_back({"launch", &c->launch_us, nullptr, 0, 1e6});
+  k.push_back({"host_issue", &c->host_issue_us, nullptr, 0, 1e6});
+  k.push_back({"host_issue.per_channel", &c->host_issue_per_channel_us, nullptr, 0, 1e6});
+  return k;
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+}  // namespace
+
+bool Calibration::set(const std::string& name, double value, std::string* error) {
+  std::string key = name;
+  const size_t paren = key.find(" (");  // describe()'s "gpu.sm90 (H100 SXM).sms", "efficiency.nvlink (NVL, C2C)"
+  if (paren != std::string::npos) {
+    const size_t close = key.find(')', paren);
+    key.erase(paren, close == std::string::npos ? std::string::npos : close + 1 - paren);
+  }
+  for (const Knob& k : knobs(this)) {
+    if (lower(k.name) != lower(key)) continue;
+    if (!std::isfinite(value) || value < k.lo || value > k.hi || (k.whole != nullptr && value != std::floor(value))) {
+      *error = "calibration constant " + k.name + ": value " + fmt_num(value) + " is out of range (" +
+               (k.whole != nullptr ? "a whole number " : "") + "from " + fmt_num(k.lo) + " to " + fmt_num(k.hi) + ")";
+      return false;
+    }
+    if (k.whole != nullptr) *k.whole = static_cast<int>(value);
+    else *k.real = value;
+    return true;
+  }
+  std::string all;
+  for (const std::string& n : names()) all += (all.empty() ? "" : ", ") + n;
+  *error = "unknown calibration constant '" + name + "' (known: " + all + ")";
+  return false;
+}
+
+bool Calibration::apply(const std::string& assignments, std::string* error) {
+  size_t pos = 0;
+  while (pos <= assignments.size()) {
+    size_t comma = assignments.find(',', pos);
+    if (comma == std::string::npos) comma = assignments.size();
+    const std::string item = assignments.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) {
+      if (comma == assignments.size()) break;
+      *error = "empty item in calibration assignments '" + assignments + "'";
+      return false;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      *error = "calibration assignment '" + item + "' is not NAME=VALUE";
+      return false;
+    }
+    const std::string v = item.substr(eq + 1);
+    char* end = nullptr;
+    const double value = std::strtod(v.c_str(), &end);
+    if (v.empty() || end == v.c_str() || *end != '\0') {
+      *error = "calibration assignment '" + item + "': '" + v + "' is not a number";
+      return false;
+    }
+    if (!set(item.substr(0, eq), value, error)) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Calibration::names() const {
+  Calibration copy = *this;
+  std::vector<std::string> out;
+  for (const Knob& k : knobs(&copy)) out.push_back(k.name);
+  return out;
 }
 
 namespace {

@@ -43,11 +43,33 @@ struct Calibration {
   // store, the receiver noticing it), microseconds, per protocol (kProtoLL, kProtoLL128, kProtoSimple).
   double step_overhead_us[3] = {0, 0, 0};
   const char* step_overhead_source = "";
+  // Share of an SM's copy rate (GpuModel::sm_copy_gbs) that a protocol's data loop reaches, per protocol
+  // (kProtoLL, kProtoLL128, kProtoSimple): LL stores 8 B of data with an 8 B flag per 16 B line and
+  // polls its flags, LL128 keeps one flag word per 128 B line; Simple moves plain data.
+  double loop_share[3] = {1, 1, 1};
+  const char* loop_share_source = "";
   // Kernel launch and completion of one collective (the first step of every channel starts after it).
   double launch_us = 0;
   const char* launch_source = "";
+  // The host's cost of issuing one collective on one GPU (NCCL's enqueue: planning the channels' work,
+  // the proxy operations, cudaLaunchKernel), microseconds: host_issue_us + host_issue_per_channel_us x
+  // channels. nccl-tests launches its iterations back to back, so an iteration takes at least the time
+  // the thread that drives G GPUs (-g G) needs to issue it on all of them: G x that cost.
+  double host_issue_us = 0;
+  double host_issue_per_channel_us = 0;
+  const char* host_issue_source = "";
 
   const GpuModel& gpu(int sm) const;
+  // Sets one constant by the name describe() prints ("launch", "step_overhead.LL",
+  // "efficiency.nvlink", "gpu.sm90.sm_copy", ...; case-insensitive, the part in parentheses left
+  // out). False with *error naming the constant or the value when either is unknown or out of range.
+  // `cclab sim --calib NAME=VALUE,...` and bench/sim_accuracy.sh's fits use it.
+  bool set(const std::string& name, double value, std::string* error);
+  // "NAME=VALUE,NAME=VALUE": set() for each pair, in order; stops at the first bad one (those before it
+  // stay set).
+  bool apply(const std::string& assignments, std::string* error);
+  // Every name set() accepts, in describe()'s order.
+  std::vector<std::string> names() const;
   // The table as text (one line per constant: value, unit, source), for `cclab sim --calibration`
   // and docs/simulator.md.
   std::string describe() const;

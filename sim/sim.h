@@ -62,6 +62,9 @@ struct SimConfig {
   double factor = 2;             // sizes multiply by factor (>1), or add `increment` when > 0
   size_t increment = 0;
   int iters = 1, warmup = 0;     // back-to-back iterations per size (timed / untimed)
+  int gpus_per_thread = 1;       // nccl-tests' -g: one host thread issues every operation on this many GPUs,
+                                 // so an iteration lasts at least that many times the calibration's host
+                                 // issue cost (host_issue_us + host_issue_per_channel_us x channels)
 
   // Algorithm and protocol: NCCL_ALGO / NCCL_PROTO syntax ("" = the tuner chooses among all).
   std::string algo, proto;
@@ -94,7 +97,9 @@ struct SimSizeResult {
   int nthreads = 0;              // the tuner's threads per channel; the simulator's data loop does not
                                  // depend on them (one SM per channel at its calibrated copy rate)
   SimLevel level = SimLevel::kStep;  // the level used
-  double time_us = 0;            // simulated time of one iteration (mean of iters)
+  double time_us = 0;            // simulated time of one iteration (mean of iters): the GPUs' time, or
+                                 // host_us where the host issues operations slower than the GPUs run them
+  double host_us = 0;            // the host's time to issue one iteration (gpus_per_thread x issue cost)
   double algbw = 0, busbw = 0;   // GB/s, nccl-tests' definitions
   double predicted_us = 0;       // the tuner's estimate for the same choice
   int64_t wrong = -1;            // payload mode: elements that differ from the expected result; -1 unchecked

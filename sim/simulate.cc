@@ -288,6 +288,11 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     }
     res.slices = res.level == SimLevel::kFlow ? flows : transfers_ - before;
     res.time_us = sum / std::max(1, cfg_.iters);
+    // nccl-tests issues its iterations back to back: one thread needs host_us per iteration for its GPUs,
+    // so the steady state is whichever is slower, the host issuing or the GPUs running (docs/simulator.md).
+    const Calibration& cal = cfg_.calibration;
+    res.host_us = std::max(1, cfg_.gpus_per_thread) * (cal.host_issue_us + cal.host_issue_per_channel_us * ch.nchannels);
+    res.time_us = std::max(res.time_us, res.host_us);
     res.algbw = res.time_us > 0 ? static_cast<double>(total) / (res.time_us * 1e3) : 0;
     res.busbw = res.algbw * bus_factor(cfg_.coll, nranks_);
     if (cfg_.payload) res.wrong = check_outputs(count);
@@ -392,7 +397,7 @@ nlohmann::json to_json(const SimResult& r) {
   for (const SimSizeResult& s : r.sizes)
     j["sizes"].push_back({s.bytes, s.count, static_cast<int>(s.algo), static_cast<int>(s.proto), s.nchannels,
                           static_cast<int>(s.level), s.time_us, s.algbw, s.busbw, s.predicted_us, s.wrong, s.slices,
-                          s.nthreads, s.custom_algo});
+                          s.nthreads, s.custom_algo, s.host_us});
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
   for (const StepRecord& e : r.events)
     j["events"].push_back({e.rank, e.channel, e.send_peer, e.recv_peer, e.step, static_cast<int>(e.prim),
@@ -423,6 +428,7 @@ void from_json(const nlohmann::json& j, SimResult* r) {
       s.slices = a[11];
       s.nthreads = a[12];
       s.custom_algo = a[13];
+      s.host_us = a[14];
       r->sizes.push_back(s);
     }
   if (j.contains("links"))

@@ -54,7 +54,8 @@ void SimExec::apply_post(ConnCounter* c, uint64_t value) {
 // transfers (the SM is what stores the data into the peer's FIFO); recorded on the flow level.
 void SimExec::start_loop() {
   if (pending_bytes_ <= 0) return;
-  const double bytes = pending_bytes_;
+  // The protocol's loop reaches loop_share of the SM's copy rate: it costs bytes / share at that rate.
+  const double bytes = pending_bytes_ / world_->calibration().loop_share[proto_];
   pending_bytes_ = 0;
   last_dst_ = nullptr;
   if (rec_ != nullptr) {

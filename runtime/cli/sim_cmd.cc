@@ -123,6 +123,7 @@ constexpr FlagSpec kFlags[] = {
     {nullptr, "--live-wait", "--live-wait", 1, false},
     {nullptr, "--links", "--links", 1, false},
     {nullptr, "--calibration", "--calibration", 0, false},
+    {nullptr, "--calib", "--calib", 1, true},
     {nullptr, "--no-progress", "--no-progress", 0, false},
     {nullptr, "--compare", "--compare", 2, false},
     {"-h", "--help", "-h/--help", 0, false},
@@ -301,6 +302,8 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run
         return false;
       }
       cfg.nranks = static_cast<int>(n);
+      // -g: the GPUs one thread issues every operation on (an iteration's host cost, docs/simulator.md).
+      if (c.has("-g/--ngpus")) cfg.gpus_per_thread = static_cast<int>(parse_int(c.get("-g/--ngpus"), "-g/--ngpus", 1, 1 << 20));
     }
 
     // Sizes (nccl-tests: -e defaults to -b; -f > 1 overrides -i).
@@ -460,6 +463,12 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run
       return false;
     }
 
+    // Calibration (bench/sim_accuracy.sh fits with it).
+    if (c.has("--calib") && !cfg.calibration.apply(c.get("--calib"), error)) {
+      *error = "--calib: " + *error;
+      return false;
+    }
+
     // What-if.
     if (c.has("--nvlink-bw")) {
       cfg.what_if.nvlink_bw = parse_real(c.get("--nvlink-bw"), "--nvlink-bw", 0, false, "a positive number in GB/s");
@@ -555,6 +564,9 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
   cj["step_overhead_us"] = {{"LL", cal.step_overhead_us[0]},
                             {"LL128", cal.step_overhead_us[1]},
                             {"Simple", cal.step_overhead_us[2]}};
+  cj["loop_share"] = {{"LL", cal.loop_share[0]}, {"LL128", cal.loop_share[1]}, {"Simple", cal.loop_share[2]}};
+  cj["host_issue_us"] = cal.host_issue_us;
+  cj["host_issue_per_channel_us"] = cal.host_issue_per_channel_us;
   cj["efficiency"] = {{"nvlink", cal.efficiency.nvlink}, {"pcie", cal.efficiency.pcie},
                       {"sys", cal.efficiency.sys},       {"net", cal.efficiency.net},
                       {"loc", cal.efficiency.loc}};
@@ -734,6 +746,8 @@ std::string sim_usage() {
          "  --live-wait SECONDS      wait this long for a viewer before simulating (default 0)\n"
          "  --links N                the N links that moved the most bytes\n"
          "  --calibration            print the simulator's constants and their sources, and exit\n"
+         "  --calib NAME=V,...        change constants of that table for this run (names as printed,\n"
+         "                           e.g. --calib launch=6,step_overhead.LL=1.5; bench/sim_accuracy.sh)\n"
          "  --no-progress            no progress line on stderr (it is only shown on a terminal)\n"
          "  --compare \"FLAGS A\" \"FLAGS B\"\n"
          "                           run twice, each with the other flags plus A (B), in one table with\n"
@@ -776,7 +790,8 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
       return fail("unknown collective '" + o.coll_arg + "' (expected one of " + sim_collective_names() + ")");
     }
   }
-  if (o.calibration) {  // nothing else matters
+  if (o.calibration) {  // nothing else matters, but --calib changes the table
+    if (c.has("--calib") && !o.run.config.calibration.apply(c.get("--calib"), &why)) return fail("--calib: " + why);
     result.ok = true;
     return result;
   }

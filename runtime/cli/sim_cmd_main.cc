@@ -85,7 +85,7 @@ int sim_main(const std::vector<std::string>& args) {
   o.run.config.command = "cclab sim";
   for (const std::string& a : args) o.run.config.command += " " + a;
   if (o.calibration) {
-    std::fputs(sim::default_calibration().describe().c_str(), stdout);
+    std::fputs(o.run.config.calibration.describe().c_str(), stdout);
     return kSimExitOk;
   }
   // A file the user named that cannot be read is a usage error, not a simulation failure.

@@ -331,6 +331,25 @@ TEST(SimFlags, EveryNcclTestsFlagOfPerf) {
   EXPECT_EQ(p.options.run.config.nranks, 8);
   p = parse({"all_reduce", "-g", "4", "--ranks", "4"});
   EXPECT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.run.config.gpus_per_thread, 4);  // one thread issues on 4 GPUs: the host's cost x 4
+  p = parse({"all_reduce", "--nprocs", "8"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.run.config.gpus_per_thread, 1);
+  // --calib sets the calibration's constants by their table names, also inside --compare.
+  p = parse({"all_reduce", "--calib", "launch=6.5,host_issue=3"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.run.config.calibration.launch_us, 6.5);
+  EXPECT_EQ(p.options.run.config.calibration.host_issue_us, 3);
+  p = parse({"all_reduce", "--compare", "--calib launch=2", "--calib launch=8"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.compare_runs[0].config.calibration.launch_us, 2);
+  EXPECT_EQ(p.options.compare_runs[1].config.calibration.launch_us, 8);
+  p = parse({"all_reduce", "--calib", "lunch=4"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.message.find("--calib: unknown calibration constant 'lunch'"), std::string::npos) << p.message;
+  p = parse({"--calibration", "--calib", "launch=9"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_EQ(p.options.run.config.calibration.launch_us, 9);
   const struct {
     std::vector<std::string> args;
     const char* want;

@@ -157,19 +157,73 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
     lines.push_back(d.substr(start, nl - start));
     start = nl + 1;
   }
-  // header + 3 per GPU (SMs, copy rate, tensor peak) + 5 efficiencies + 3 step overheads + launch
-  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 1) << d;
+  // header + 3 per GPU (SMs, copy rate, tensor peak) + 5 efficiencies + 3 step overheads + 3 loop shares +
+  // launch + 2 host issue costs
+  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 3 + 1 + 2) << d;
   EXPECT_EQ(d.find("(no source)"), std::string::npos) << d;
   for (const char* name : {"gpu.sm70 (V100).sms", "gpu.sm70 (V100).sm_copy", "gpu.sm80 (A100).sm_copy",
                            "gpu.sm90 (H100 SXM).sms", "gpu.sm100 (B200).sm_copy", "gpu.sm90 (H100 SXM).tflops", "efficiency.nvlink",
                            "efficiency.pcie", "efficiency.sys", "efficiency.net", "efficiency.loc",
-                           "step_overhead.LL ", "step_overhead.LL128", "step_overhead.Simple", "launch"}) {
+                           "step_overhead.LL ", "step_overhead.LL128", "step_overhead.Simple", "loop_share.LL ",
+                           "loop_share.LL128", "loop_share.Simple", "launch", "host_issue ", "host_issue.per_channel"}) {
     EXPECT_NE(d.find(name), std::string::npos) << name << "\n" << d;
   }
   for (size_t i = 1; i < lines.size(); ++i) EXPECT_GT(lines[i].size(), 60u) << lines[i];
   EXPECT_NE(d.find("nccl-tests issue 290"), std::string::npos) << d;
   EXPECT_NE(d.find("hwLat"), std::string::npos) << d;
   EXPECT_NE(d.find("baseLat"), std::string::npos) << d;
+}
+
+// Every name the table prints can be set by that name (what `cclab sim --calib` and the accuracy fit use),
+// and a wrong name or value is refused with a message naming it, the calibration unchanged.
+TEST(Calibration, SetByTheNamesTheTablePrints) {
+  Calibration c = default_calibration();
+  const std::vector<std::string> names = c.names();
+  ASSERT_EQ(names.size(), 3u * 4 + 5 + 3 + 3 + 1 + 2);
+  const std::string table = c.describe();
+  for (const std::string& n : names) {
+    const std::string key = n.find('.') == std::string::npos ? n : n.substr(n.rfind('.'));
+    EXPECT_NE(table.find(key), std::string::npos) << n;
+  }
+  std::string err;
+  ASSERT_TRUE(c.set("launch", 7.5, &err)) << err;
+  EXPECT_EQ(c.launch_us, 7.5);
+  ASSERT_TRUE(c.set("STEP_OVERHEAD.ll128", 3, &err)) << err;  // case-insensitive
+  EXPECT_EQ(c.step_overhead_us[1], 3);
+  ASSERT_TRUE(c.set("gpu.sm90 (H100 SXM).sm_copy", 30, &err)) << err;  // as describe() prints it
+  EXPECT_EQ(c.gpu(90).sm_copy_gbs, 30);
+  ASSERT_TRUE(c.set("efficiency.nvlink (NVL, C2C)", 0.9, &err)) << err;
+  EXPECT_EQ(c.efficiency.nvlink, 0.9);
+  ASSERT_TRUE(c.apply("host_issue=5,host_issue.per_channel=0.25,loop_share.LL128=0.5", &err)) << err;
+  EXPECT_EQ(c.host_issue_us, 5);
+  EXPECT_EQ(c.host_issue_per_channel_us, 0.25);
+  EXPECT_EQ(c.loop_share[1], 0.5);
+  ASSERT_TRUE(c.set("gpu.sm80.sms", 100, &err)) << err;
+  EXPECT_EQ(c.gpu(80).sms, 100);
+
+  const Calibration before = c;
+  const struct {
+    const char* assign;
+    const char* want;
+  } bad[] = {
+      {"lunch=4", "unknown calibration constant 'lunch'"},
+      {"launch=-1", "launch: value -1 is out of range"},
+      {"loop_share.LL=0", "loop_share.LL: value 0 is out of range"},
+      {"efficiency.net=1.5", "efficiency.net: value 1.5 is out of range"},
+      {"gpu.sm80.sms=1.5", "a whole number"},
+      {"launch", "'launch' is not NAME=VALUE"},
+      {"launch=fast", "'fast' is not a number"},
+      {"launch=4,,host_issue=1", "empty item"},
+  };
+  for (const auto& b : bad) {
+    Calibration t = before;
+    EXPECT_FALSE(t.apply(b.assign, &err)) << b.assign;
+    EXPECT_NE(err.find(b.want), std::string::npos) << b.assign << ": " << err;
+  }
+  // A failing item leaves the ones before it applied; a failing set() changes nothing.
+  Calibration t = before;
+  EXPECT_FALSE(t.set("launch", 1e9, &err));
+  EXPECT_EQ(t.launch_us, before.launch_us);
 }
 
 // ---- what-if ------------------------------------------------------------------------------------

@@ -318,6 +318,38 @@ TEST(Sim, CalibrationPoints) {
   EXPECT_EQ(nics, 16);  // 8 NICs x 2 machines, every one used
 }
 
+// nccl-tests -g G: one thread issues every iteration on G GPUs, so an iteration lasts at least G x the host's
+// issue cost (host_issue + host_issue.per_channel x channels); where the GPUs are slower the host is hidden.
+TEST(Sim, HostIssueCostBoundsAnIterationPerGpuOfTheThread) {
+  SimConfig cfg;
+  cfg.topo = "dgx-a100";
+  cfg.min_bytes = 32 << 10;
+  cfg.max_bytes = size_t{256} << 20;
+  cfg.factor = 8;
+  cfg.calibration.host_issue_us = 0;
+  cfg.calibration.host_issue_per_channel_us = 0;
+  const SimResult gpu = run_ok(cfg);  // no host cost: the GPUs' time
+  cfg.calibration.host_issue_us = 5;
+  cfg.calibration.host_issue_per_channel_us = 0.25;
+  cfg.gpus_per_thread = 8;
+  const SimResult eight = run_ok(cfg);
+  cfg.gpus_per_thread = 1;
+  const SimResult one = run_ok(cfg);
+  ASSERT_EQ(gpu.sizes.size(), eight.sizes.size());
+  int host_bound = 0, gpu_bound = 0;
+  for (size_t i = 0; i < gpu.sizes.size(); ++i) {
+    const SimSizeResult& g = gpu.sizes[i];
+    const double host8 = 8 * (5 + 0.25 * g.nchannels);
+    EXPECT_DOUBLE_EQ(eight.sizes[i].host_us, host8) << g.bytes;
+    EXPECT_DOUBLE_EQ(eight.sizes[i].time_us, std::max(g.time_us, host8)) << g.bytes;
+    EXPECT_DOUBLE_EQ(eight.sizes[i].busbw * eight.sizes[i].time_us, g.busbw * g.time_us) << g.bytes;
+    EXPECT_DOUBLE_EQ(one.sizes[i].time_us, std::max(g.time_us, host8 / 8)) << g.bytes;
+    (host8 > g.time_us ? host_bound : gpu_bound)++;
+  }
+  EXPECT_GE(host_bound, 1);  // 32 KiB: 8 x 5.25 us > the ring's ~17 us
+  EXPECT_GE(gpu_bound, 1);   // 256 MiB: milliseconds on the GPUs
+}
+
 // At scale the automatic level switches to flows; 32 machines x 8 GPUs stays fast and close to the
 // cost model's prediction (bench/sim_scale.sh runs 1024 GPUs at 1 GiB).
 TEST(Sim, ScaleUsesFlows) {
