@@ -902,7 +902,7 @@ std::string format_sim_banner(const SimRun& run, const SimResult& r) {
     // NCCL runs grouped sends and receives in its SendRecv kernel, Simple (cclab has no LL for them), on
     // the p2p channels; the tuner is not asked (algo SendRecv, predicted -).
     out += printf_string("# point-to-point: every rank's sends and receives in one group, as NCCL's SendRecv kernel runs "
-                         "them: Simple, %d p2p channels, a send split over up to %d (nch), %zu KiB chunks\n",
+                         "them: Simple, %d p2p channels, a send split over up to %d (nch), %zu KiB chunks",
                          r.p2p.nchannels, r.p2p.per_peer, r.p2p.chunk_bytes >> 10);
   } else {
     out += "# algorithm: " + choice(cfg.algo, run.algo_source, "NCCL_ALGO") +
