@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "kernels/p2p.h"
 #include "kernels/primitives.h"
 #include "kernels/step_record.h"
 
@@ -22,6 +23,13 @@ inline double bus_factor(CollKind coll, int n) {
     case CollKind::kReduceScatter: return static_cast<double>(n - 1) / n;
     default: return 1.0;
   }
+}
+
+// The same for the point-to-point collectives (nccl-tests' alltoall, gather, scatter: (n-1)/n of the
+// bytes cross between ranks; sendrecv: 1). cclab perf's busbw_factor is the reference (cli_sim_test).
+inline double p2p_bus_factor(P2pPattern p, int n) {
+  if (p == P2pPattern::kSendRecv) return 1.0;
+  return n > 0 ? static_cast<double>(n - 1) / n : 0.0;
 }
 
 // NCCL's primitive names: "send", "recvReduceSend", ...

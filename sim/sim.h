@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "graph/algo_proto.h"
+#include "graph/p2p_channels.h"
 #include "graph/topo.h"
 #include "kernels/reduce_ops.h"
 #include "kernels/step_record.h"
@@ -43,6 +44,8 @@ bool sim_type_from_name(const std::string& s, SimType* out);
 // kAuto: kStep while the run has at most `step_limit` slices, else kFlow.
 enum class SimLevel : int { kAuto = 0, kStep = 1, kFlow = 2 };
 const char* sim_level_name(SimLevel l);
+// "alltoall", "gather", "scatter", "sendrecv" (nccl-tests' names); "none".
+const char* sim_p2p_name(P2pPattern p);
 
 struct SimConfig {
   // Model: a preset ("dgx-h100", "dgx-a100", ... with `machines` copies) or NCCL topology XML.
@@ -53,8 +56,12 @@ struct SimConfig {
   WhatIf what_if;
   int nranks = 0;                // 0: every GPU of the model
 
-  // What to run (nccl-tests flags).
+  // What to run (nccl-tests flags). A point-to-point collective (alltoall, gather, scatter, sendrecv)
+  // sets `p2p` and coll = kSendRecv: every rank issues p2p_pattern()'s sends and receives as one group,
+  // run as the runtime's sim backend runs ncclSend/ncclRecv (World::run_rank_p2p).
   CollKind coll = CollKind::kAllReduce;
+  P2pPattern p2p = P2pPattern::kNone;
+  P2pParams p2p_params;          // NCCL_MIN/MAX_P2P_NCHANNELS, NCCL_NCHANNELS_PER_NET_PEER, chunk sizes
   SimType type = SimType::kFloat32;
   RedOpKind op = RedOpKind::kSum;
   int root = 0;
@@ -93,7 +100,10 @@ struct SimSizeResult {
   AlgoKind algo = AlgoKind::kRing;
   std::string custom_algo;       // algo == kCustom: the custom algorithm's name (graph/custom_algo.h)
   ProtoKind proto = ProtoKind::kSimple;
-  int nchannels = 0;             // the channels it ran on: the tuner's choice (cclab tune's column)
+  int nchannels = 0;             // the channels it ran on: the tuner's choice (cclab tune's column); a
+                                 // point-to-point collective: the channels one send to a peer is split over
+  bool p2p = false;              // a point-to-point collective: no algorithm (NCCL's SendRecv kernel),
+                                 // Simple, no tuner prediction
   int nthreads = 0;              // the tuner's threads per channel; the simulator's data loop does not
                                  // depend on them (one SM per channel at its calibrated copy rate)
   SimLevel level = SimLevel::kStep;  // the level used
@@ -107,6 +117,7 @@ struct SimSizeResult {
 };
 // The algorithm's name: NCCL's spelling, or the custom algorithm's.
 inline const char* algo_label(const SimSizeResult& s) {
+  if (s.p2p) return "SendRecv";
   return s.algo == AlgoKind::kCustom && !s.custom_algo.empty() ? s.custom_algo.c_str() : algo_name(s.algo);
 }
 
@@ -125,6 +136,7 @@ struct SimResult {
   std::vector<SimSizeResult> sizes;
   std::vector<StepRecord> events;  // record_events: every step, in simulated time order
   std::vector<SimLinkLoad> links;  // links that carried traffic
+  P2pChannels p2p;                 // the point-to-point channels sends and receives are split over
   double wall_s = 0;               // wall time the simulation took
   double peak_rss_mib = 0;         // the simulating child's peak memory
 };

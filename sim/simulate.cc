@@ -68,6 +68,17 @@ const char* sim_level_name(SimLevel l) {
   return "?";
 }
 
+const char* sim_p2p_name(P2pPattern p) {
+  switch (p) {
+    case P2pPattern::kSendRecv: return "sendrecv";
+    case P2pPattern::kAllToAll: return "alltoall";
+    case P2pPattern::kGather: return "gather";
+    case P2pPattern::kScatter: return "scatter";
+    case P2pPattern::kNone: break;
+  }
+  return "none";
+}
+
 std::string format_events(const std::vector<StepRecord>& events) {
   std::string out;
   char line[256];
@@ -135,6 +146,29 @@ struct Payload {
     int64_t wrong = 0;
     auto out = [&](int r) { return reinterpret_cast<const T*>(recv[r].data()); };
     auto expect_input = [&](int r, size_t i) { return value_of(make<T>(input_value(cfg.op, r, i))); };
+    // Point-to-point collectives: `count` elements per peer, copied, never reduced.
+    switch (cfg.p2p) {
+      case P2pPattern::kAllToAll:
+        for (int r = 0; r < nranks; ++r)
+          for (int q = 0; q < nranks; ++q)
+            for (size_t i = 0; i < count; ++i)
+              wrong += value_of(out(r)[q * count + i]) != expect_input(q, static_cast<size_t>(r) * count + i);
+        return wrong;
+      case P2pPattern::kGather:
+        for (int q = 0; q < nranks; ++q)
+          for (size_t i = 0; i < count; ++i) wrong += value_of(out(cfg.root)[q * count + i]) != expect_input(q, i);
+        return wrong;
+      case P2pPattern::kScatter:
+        for (int r = 0; r < nranks; ++r)
+          for (size_t i = 0; i < count; ++i)
+            wrong += value_of(out(r)[i]) != expect_input(cfg.root, static_cast<size_t>(r) * count + i);
+        return wrong;
+      case P2pPattern::kSendRecv:
+        for (int r = 0; r < nranks; ++r)
+          for (size_t i = 0; i < count; ++i) wrong += value_of(out(r)[i]) != expect_input((r - 1 + nranks) % nranks, i);
+        return wrong;
+      case P2pPattern::kNone: break;
+    }
     switch (cfg.coll) {
       case CollKind::kAllReduce:
         for (int r = 0; r < nranks; ++r)
@@ -215,7 +249,10 @@ uint64_t estimate_slices(CollKind coll, size_t total_bytes, int nranks, int nch,
 
 void World::fill_inputs(size_t count) {
   const size_t esize = sim_type_size(cfg_.type);
-  const bool ag = cfg_.coll == CollKind::kAllGather, rs = cfg_.coll == CollKind::kReduceScatter;
+  // Point-to-point collectives: `count` per peer; the buffer that holds a block per peer has nranks.
+  const P2pPattern p = cfg_.p2p;
+  const bool ag = cfg_.coll == CollKind::kAllGather || p == P2pPattern::kGather || p == P2pPattern::kAllToAll;
+  const bool rs = cfg_.coll == CollKind::kReduceScatter || p == P2pPattern::kScatter || p == P2pPattern::kAllToAll;
   const size_t send_elems = rs ? count * nranks_ : count;
   const size_t recv_elems = ag ? count * nranks_ : count;
   send_.assign(nranks_, std::vector<unsigned char>(send_elems * esize));
@@ -225,6 +262,14 @@ void World::fill_inputs(size_t count) {
 
 int64_t World::check_outputs(size_t count) const {
   return dispatch<CheckOp>(cfg_.type, cfg_, nranks_, count, recv_);
+}
+
+// nccl-tests issues its iterations back to back: the thread that drives gpus_per_thread GPUs needs this
+// long to issue one iteration on all of them, so the steady state is whichever is slower, the host
+// issuing or the GPUs running (docs/simulator.md, "Accuracy").
+static double host_issue_us(const SimConfig& cfg, int nchannels) {
+  const Calibration& cal = cfg.calibration;
+  return std::max(1, cfg.gpus_per_thread) * (cal.host_issue_us + cal.host_issue_per_channel_us * nchannels);
 }
 
 bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& progress) {
@@ -244,6 +289,11 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     ~LiveEnd() { w->live_finish(); }
   } live_end{this};
   for (size_t bytes : sizes) {
+    if (cfg_.p2p != P2pPattern::kNone) {
+      if (!run_p2p_size(bytes, out, error)) return false;
+      if (progress) progress(++done, static_cast<int>(sizes.size()));
+      continue;
+    }
     // nccl-tests' counts: per-rank chunks of all_gather / reduce_scatter, whole buffers otherwise.
     const size_t count = per_rank ? bytes / esize / nranks_ : bytes / esize;
     const size_t total = count * esize * (per_rank ? nranks_ : 1);
@@ -288,10 +338,7 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     }
     res.slices = res.level == SimLevel::kFlow ? flows : transfers_ - before;
     res.time_us = sum / std::max(1, cfg_.iters);
-    // nccl-tests issues its iterations back to back: one thread needs host_us per iteration for its GPUs,
-    // so the steady state is whichever is slower, the host issuing or the GPUs running (docs/simulator.md).
-    const Calibration& cal = cfg_.calibration;
-    res.host_us = std::max(1, cfg_.gpus_per_thread) * (cal.host_issue_us + cal.host_issue_per_channel_us * ch.nchannels);
+    res.host_us = host_issue_us(cfg_, ch.nchannels);
     res.time_us = std::max(res.time_us, res.host_us);
     res.algbw = res.time_us > 0 ? static_cast<double>(total) / (res.time_us * 1e3) : 0;
     res.busbw = res.algbw * bus_factor(cfg_.coll, nranks_);
@@ -309,6 +356,55 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
   }
   if (!cfg_.trace_path.empty() && !write_trace(error)) return false;
   if (cfg_.record_events) out->events = std::move(events_);
+  return true;
+}
+
+bool World::run_p2p_size(size_t bytes, SimResult* out, std::string* error) {
+  // nccl-tests' counts (cclab perf's coll_counts): sendrecv moves the whole size; alltoall, gather and
+  // scatter a block per peer, the size / nranks rounded down to 16 bytes.
+  const size_t esize = sim_type_size(cfg_.type);
+  const bool blocks = cfg_.p2p != P2pPattern::kSendRecv;
+  size_t count = bytes / esize;
+  if (blocks) {
+    const size_t align = esize < 16 ? 16 / esize : 1;
+    count = (count / static_cast<size_t>(nranks_)) & ~(align - 1);
+  }
+  const size_t per_peer = count * esize;
+  SimSizeResult res;
+  res.p2p = true;
+  res.count = blocks ? count * nranks_ : count;
+  res.bytes = res.count * esize;
+  res.proto = ProtoKind::kSimple;
+  res.nchannels = p2p_nparts(p2p_, nranks_, per_peer);
+  res.nthreads = 512;  // NCCL_MAX_NTHREADS: a p2p plan's threads per block (scheduleP2pTasksToPlan)
+  res.level = SimLevel::kStep;
+  if (cfg_.payload) fill_inputs(count);
+  live_proto_ = kProtoSimple;
+  const uint64_t before = transfers_;
+  double sum = 0;
+  for (int it = 0; it < cfg_.warmup + cfg_.iters; ++it) {
+    double t = 0;
+    const double clock0 = sg4::Engine::get_clock();
+    if (!run_p2p_once(per_peer, &t, error)) {
+      *error = std::string(sim_p2p_name(cfg_.p2p)) + " of " + std::to_string(res.bytes) + " bytes: " + *error;
+      return false;
+    }
+    if (it >= cfg_.warmup) sum += t;
+    if (record_steps_ || live_) {
+      op_records_.push_back(OpRecord{op_count_ - 1, AlgoKind::kRing, kProtoSimple, res.nchannels, res.count, res.bytes,
+                                     clock0 * 1e6, sg4::Engine::get_clock() * 1e6, CollKind::kSendRecv, cfg_.type,
+                                     cfg_.op, cfg_.root});
+      live_op(op_records_.back());
+    }
+  }
+  res.slices = transfers_ - before;
+  res.time_us = sum / std::max(1, cfg_.iters);
+  res.host_us = host_issue_us(cfg_, res.nchannels);
+  res.time_us = std::max(res.time_us, res.host_us);
+  res.algbw = res.time_us > 0 ? static_cast<double>(res.bytes) / (res.time_us * 1e3) : 0;
+  res.busbw = res.algbw * p2p_bus_factor(cfg_.p2p, nranks_);
+  if (cfg_.payload) res.wrong = check_outputs(count);
+  out->sizes.push_back(res);
   return true;
 }
 
@@ -331,9 +427,17 @@ bool validate(const SimConfig& cfg, std::string* error) {
   if (cfg.machines < 1) return fail("machines must be >= 1 (got " + std::to_string(cfg.machines) + ")");
   if (cfg.nranks < 0) return fail("ranks must be >= 0 (got " + std::to_string(cfg.nranks) + ")");
   const CollKind c = cfg.coll;
-  if (c != CollKind::kAllReduce && c != CollKind::kAllGather && c != CollKind::kReduceScatter &&
+  if (cfg.p2p != P2pPattern::kNone) {
+    if (c != CollKind::kSendRecv) return fail("collective: a point-to-point pattern runs as kSendRecv");
+    if (cfg.root < 0 || (cfg.nranks > 0 && cfg.root >= cfg.nranks))
+      return fail("root: " + std::to_string(cfg.root) + " is not a rank");
+    if (cfg.level == SimLevel::kFlow)
+      return fail(std::string("level flow: ") + sim_p2p_name(cfg.p2p) +
+                  " runs at step level only (the flow level replays ring and tree channels)");
+  } else if (c != CollKind::kAllReduce && c != CollKind::kAllGather && c != CollKind::kReduceScatter &&
       c != CollKind::kBroadcast && c != CollKind::kReduce)
-    return fail("collective: only all_reduce, all_gather, reduce_scatter, broadcast and reduce are simulated");
+    return fail("collective: only all_reduce, all_gather, reduce_scatter, broadcast, reduce and the point-to-point "
+                "patterns (alltoall, gather, scatter, sendrecv) are simulated");
   if (cfg.op != RedOpKind::kSum && cfg.op != RedOpKind::kProd && cfg.op != RedOpKind::kMax &&
       cfg.op != RedOpKind::kMin)
     return fail("op: the simulator runs sum, prod, max and min");
@@ -366,6 +470,7 @@ bool simulate_in_process(const SimConfig& cfg_in, SimResult* out, std::string* e
   out->topo_description = world.topo().description.empty() ? world.topo().name : world.topo().description;
   out->nranks = world.nranks();
   out->machines = world.topo().machines;
+  out->p2p = world.p2p_channels();
   bool ok = false;
   std::string err;
   sg4::Engine::on_deadlock_cb([&] {
@@ -394,10 +499,11 @@ nlohmann::json to_json(const SimResult& r) {
   j["machines"] = r.machines;
   j["wall_s"] = r.wall_s;
   j["rss"] = r.peak_rss_mib;
+  j["p2p"] = {r.p2p.nchannels, r.p2p.per_peer, r.p2p.chunk_bytes, r.p2p.multi_node};
   for (const SimSizeResult& s : r.sizes)
     j["sizes"].push_back({s.bytes, s.count, static_cast<int>(s.algo), static_cast<int>(s.proto), s.nchannels,
                           static_cast<int>(s.level), s.time_us, s.algbw, s.busbw, s.predicted_us, s.wrong, s.slices,
-                          s.nthreads, s.custom_algo, s.host_us});
+                          s.nthreads, s.custom_algo, s.p2p, s.host_us});
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
   for (const StepRecord& e : r.events)
     j["events"].push_back({e.rank, e.channel, e.send_peer, e.recv_peer, e.step, static_cast<int>(e.prim),
@@ -411,6 +517,12 @@ void from_json(const nlohmann::json& j, SimResult* r) {
   r->machines = j.value("machines", 0);
   r->wall_s = j.value("wall_s", 0.0);
   r->peak_rss_mib = j.value("rss", 0.0);
+  if (j.contains("p2p")) {
+    r->p2p.nchannels = j["p2p"][0];
+    r->p2p.per_peer = j["p2p"][1];
+    r->p2p.chunk_bytes = j["p2p"][2];
+    r->p2p.multi_node = j["p2p"][3];
+  }
   if (j.contains("sizes"))
     for (const auto& a : j["sizes"]) {
       SimSizeResult s;
@@ -428,7 +540,8 @@ void from_json(const nlohmann::json& j, SimResult* r) {
       s.slices = a[11];
       s.nthreads = a[12];
       s.custom_algo = a[13];
-      s.host_us = a[14];
+      s.p2p = a[14];
+      s.host_us = a[15];
       r->sizes.push_back(s);
     }
   if (j.contains("links"))

@@ -316,6 +316,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     rank_host_[r] = platform_->gpu_host(rank_gpu_[r]);
     sm_rate_[r] = cfg_.calibration.gpu(topo_.nodes[rank_gpu_[r]].sm).sm_copy_gbs * 1e9;
   }
+  // Point-to-point channels per peer, as NCCL would run them on this model (graph/p2p_channels.h).
+  p2p_ = cclab::p2p_channels(topo_, rank_gpu_, nch_, proto_buff_[kProtoSimple], cfg_.p2p_params);
   // The model's paths between the GPU pairs that talk, both ways (point-to-point operations between
   // ring and tree neighbours take them), and, on a small model, between every pair of GPUs.
   auto route = [&](int a, int b) {
@@ -360,6 +362,17 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
           }
         }
       }
+  }
+  // The pairs a point-to-point collective of run_sizes talks between (cfg.p2p).
+  for (int r = 0; r < nranks_ && cfg_.p2p != P2pPattern::kNone; ++r) {
+    bool ok = true;
+    p2p_pattern(cfg_.p2p, r, nranks_, cfg_.root, 0, [&](bool send, int peer, size_t) {
+      if (send && ok) ok = route(r, peer);
+    });
+    if (!ok) {
+      *error = err;
+      return false;
+    }
   }
   for (int r = 0; r < static_cast<int>(custom_peers_.size()); ++r)
     for (int q : custom_peers_[r])
@@ -625,6 +638,11 @@ bool World::run_task(SimExec& ex, const Task& t) {
     if (!ctx.failure.empty()) t.custom_failure = "algorithm " + t.custom->name + ": " + ctx.failure;
     return ok && ctx.failure.empty();
   }
+  if (t.local.bytes > 0) {  // a part of a send to itself: one data loop
+    if (cfg_.payload && t.local.dst != t.local.src) memmove(t.local.dst, t.local.src, t.local.bytes);
+    sg4::this_actor::execute(static_cast<double>(t.local.bytes));
+    return true;
+  }
   if (!t.p2p.empty()) {
     for (const P2pWork& w : t.p2p)
       if (!(t.p2p_send ? sim_p2p_send(ex, w, t.channel, t.send) : sim_p2p_recv(ex, w, t.channel, t.recv)))
@@ -714,14 +732,16 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
     }
     (o.send ? sends : recvs)[o.peer].push_back(&o);
   }
-  // One kernel launch for the whole group, then round 0: to and from itself, a local copy matched in
-  // order (one pass of the data loop on an SM).
+  // One kernel launch for the whole group. Round 0: to and from itself, a local copy matched in order,
+  // split into parts as any send (NCCL plans the self-send like the others), one data loop each on an SM
+  // of the rank's GPU, at the same time as the other rounds.
   if (cfg_.calibration.launch_us > 0) sg4::this_actor::sleep_for(cfg_.calibration.launch_us * 1e-6);
   if (sends[rank].size() != recvs[rank].size()) {
     *error = "rank " + std::to_string(rank) + ": " + std::to_string(sends[rank].size()) + " sends to itself but " +
              std::to_string(recvs[rank].size()) + " receives from itself in one group";
     return false;
   }
+  std::vector<Task> tasks;  // run_tasks' actors: the local copy's parts, then every round's sending and receiving parts
   for (size_t i = 0; i < sends[rank].size(); ++i) {
     const P2pOp* sd = sends[rank][i];
     const P2pOp* rv = recvs[rank][i];
@@ -731,30 +751,89 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
       return false;
     }
     if (sd->bytes == 0) continue;
-    if (cfg_.payload && rv->buff != sd->buff) memmove(rv->buff, sd->buff, sd->bytes);
-    sg4::this_actor::execute(static_cast<double>(sd->bytes));
-  }
-  for (int round = 1; round < n; ++round) {
-    const int to = (rank + round) % n, from = (rank - round + n) % n;
-    if (sends[to].empty() && recvs[from].empty()) continue;
-    std::vector<Task> tasks;  // run_tasks' actors: one sending to `to`, one receiving from `from`
-    for (int dir = 0; dir < 2; ++dir) {
-      const std::vector<const P2pOp*>& list = dir == 0 ? sends[to] : recvs[from];
-      if (list.empty()) continue;
+    const int np = p2p_nparts(p2p_, n, sd->bytes);
+    for (int part = 0; part < np; ++part) {
+      size_t beg = 0, end = 0;
+      p2p_part_bounds(np, part, sd->bytes, &beg, &end);
+      if (end == beg) continue;
       Task t;
       t.w.rank = rank;
       t.w.op_count = op_count;
       t.w.proto = kProtoSimple;
-      t.channel = 0;
-      const int peer = dir == 0 ? to : from;
-      SimConn& c = dir == 0 ? conn(kP2pChannel, rank, to, kProtoSimple, space) : conn(kP2pChannel, from, rank, kProtoSimple, space);
-      for (const P2pOp* o : list) t.p2p.push_back(P2pWork{o->buff, o->bytes, peer, rank, op_count});
-      t.p2p_send = dir == 0;
-      (dir == 0 ? t.send : t.recv) = dir == 0 ? &c.send_info : &c.recv_info;
+      t.channel = p2p_channel_for_part(p2p_.nchannels, 0, part);
+      t.local = Task::LocalCopy{static_cast<char*>(rv->buff) + beg, static_cast<const char*>(sd->buff) + beg, end - beg};
       tasks.push_back(std::move(t));
     }
-    if (!run_tasks(tasks, error, /*launched=*/true)) return false;
   }
+  // Round k: to rank + k and from rank - k. Each send or receive is split into parts on channels as
+  // NCCL 2.28.9 splits it (kernels/p2p.h p2p_nparts: up to p2pnChannelsPerPeer parts), one actor per
+  // part and direction: part j of every operation with that peer runs on the channel of part j. NCCL
+  // puts every round of a group in one kernel (scheduleP2pTasksToPlan), each round on its own channels
+  // (ncclP2pChannelBaseForRound), so all rounds' parts run at once here too; every part has its own
+  // connection, so none waits for another.
+  for (int round = 1; round < n; ++round) {
+    const int to = (rank + round) % n, from = (rank - round + n) % n;
+    if (sends[to].empty() && recvs[from].empty()) continue;
+    for (int dir = 0; dir < 2; ++dir) {
+      const std::vector<const P2pOp*>& list = dir == 0 ? sends[to] : recvs[from];
+      if (list.empty()) continue;
+      const int peer = dir == 0 ? to : from;
+      int nparts = 1;
+      for (const P2pOp* o : list) nparts = std::max(nparts, p2p_nparts(p2p_, n, o->bytes));
+      for (int part = 0; part < nparts; ++part) {
+        Task t;
+        t.w.rank = rank;
+        t.w.op_count = op_count;
+        t.w.proto = kProtoSimple;
+        t.channel = p2p_channel_for_part(p2p_.nchannels, round, part);
+        for (const P2pOp* o : list) {
+          const int np = p2p_nparts(p2p_, n, o->bytes);
+          if (part >= np) continue;
+          size_t beg = 0, end = 0;
+          p2p_part_bounds(np, part, o->bytes, &beg, &end);
+          P2pWork w{static_cast<char*>(o->buff) + beg, end - beg, peer, rank, op_count};
+          w.chunk = p2p_.chunk_bytes;
+          t.p2p.push_back(w);
+        }
+        if (t.p2p.empty()) continue;
+        SimConn& c = dir == 0 ? conn(kP2pChannel - t.channel, rank, to, kProtoSimple, space)
+                              : conn(kP2pChannel - t.channel, from, rank, kProtoSimple, space);
+        t.p2p_send = dir == 0;
+        (dir == 0 ? t.send : t.recv) = dir == 0 ? &c.send_info : &c.recv_info;
+        tasks.push_back(std::move(t));
+      }
+    }
+  }
+  if (!tasks.empty() && !run_tasks(tasks, error, /*launched=*/true)) return false;
+  return true;
+}
+
+bool World::run_p2p_once(size_t bytes, double* time_us, std::string* error) {
+  // Every rank issues the pattern's sends and receives of `bytes` per peer as one group, from its own
+  // actor, as a CCLAB_BACKEND=sim program's ranks do (Session::enqueue_p2p -> run_rank_p2p).
+  const uint64_t op_count = op_count_++;
+  std::vector<std::vector<P2pOp>> ops(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    char* send = cfg_.payload ? reinterpret_cast<char*>(send_[r].data()) : phantom();
+    char* recv = cfg_.payload ? reinterpret_cast<char*>(recv_[r].data()) : phantom() + (size_t{1} << 36);
+    p2p_pattern(cfg_.p2p, r, nranks_, cfg_.root, bytes, [&](bool is_send, int peer, size_t offset) {
+      ops[r].push_back(P2pOp{is_send, peer, (is_send ? send : recv) + offset, bytes});
+    });
+  }
+  std::string failure;
+  std::vector<sg4::ActorPtr> actors;
+  const double start = sg4::Engine::get_clock();
+  for (int r = 0; r < nranks_; ++r)
+    actors.push_back(sg4::Actor::create("p2p" + std::to_string(r), rank_host_[r], [this, r, op_count, &ops, &failure] {
+      std::string err;
+      if (!run_rank_p2p(r, 0, op_count, ops[r], &err) && failure.empty()) failure = err;
+    }));
+  for (auto& a : actors) a->join();
+  if (!failure.empty()) {
+    *error = failure;
+    return false;
+  }
+  *time_us = (sg4::Engine::get_clock() - start) * 1e6;
   return true;
 }
 

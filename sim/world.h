@@ -165,6 +165,8 @@ class World {
 
   const Topology& topo() const { return topo_; }
   int nranks() const { return nranks_; }
+  // The point-to-point channels (graph/p2p_channels.h) every send and receive is split over.
+  const P2pChannels& p2p_channels() const { return p2p_; }
   // The custom algorithm cfg.algo (or the runtime's NCCL_ALGO) named, or nullptr.
   const CustomAlgo* custom_algo() const { return custom_; }
   int nchannels() const { return nch_; }
@@ -208,6 +210,12 @@ class World {
     SimTreeFn tree_fn = nullptr;
     std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
     bool p2p_send = false;
+    struct LocalCopy {
+      void* dst = nullptr;
+      const void* src = nullptr;
+      size_t bytes = 0;
+    };
+    LocalCopy local;  // run_rank_p2p: a part of a send to itself (a data loop, no connection)
     // A custom algorithm (graph/custom_algo.h): its connections by peer rank, the datatype, and what
     // stopped its schedule if it made a call the simulator cannot run.
     const CustomAlgo* custom = nullptr;
@@ -248,10 +256,15 @@ class World {
   bool all_routes_ = false;
   BlockHooks* hooks_ = nullptr;
   int nranks_ = 0, nch_ = 0, nmachines_ = 0;
+  P2pChannels p2p_;
+  // A point-to-point collective of run_sizes (cfg.p2p): one size on every rank (an actor each).
+  bool run_p2p_once(size_t bytes, double* time_us, std::string* error);
+  // run_sizes' step for one size of a point-to-point collective: nccl-tests' counts, iterations, check.
+  bool run_p2p_size(size_t bytes, SimResult* out, std::string* error);
   std::vector<simgrid::s4u::Host*> rank_host_;
   std::vector<int> rank_gpu_;
   std::vector<double> sm_rate_;
-  // connections: key (space, channel, from, to, proto); channel kP2pChannel: point-to-point
+  // connections: key (space, channel, from, to, proto); channel kP2pChannel - c: point-to-point channel c
   static constexpr int kP2pChannel = -1;
   std::map<std::tuple<int, int, int, int, int>, std::unique_ptr<SimConn>> conns_;
   std::map<std::tuple<int, int, int>, ConnRoute> routes_;                // (channel, from, to)

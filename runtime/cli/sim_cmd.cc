@@ -46,15 +46,20 @@ std::string printf_string(const char* fmt, ...) {
 // ---- names -------------------------------------------------------------------------------------------
 struct CollEntry {
   CollKind coll;
+  P2pPattern p2p;  // the point-to-point collectives: the sends and receives of kernels/p2p.h's pattern
   PerfCollective perf;
   const char* name;
 };
 constexpr CollEntry kSimColls[] = {
-    {CollKind::kAllReduce, PerfCollective::kAllReduce, "all_reduce"},
-    {CollKind::kAllGather, PerfCollective::kAllGather, "all_gather"},
-    {CollKind::kReduceScatter, PerfCollective::kReduceScatter, "reduce_scatter"},
-    {CollKind::kBroadcast, PerfCollective::kBroadcast, "broadcast"},
-    {CollKind::kReduce, PerfCollective::kReduce, "reduce"},
+    {CollKind::kAllReduce, P2pPattern::kNone, PerfCollective::kAllReduce, "all_reduce"},
+    {CollKind::kAllGather, P2pPattern::kNone, PerfCollective::kAllGather, "all_gather"},
+    {CollKind::kReduceScatter, P2pPattern::kNone, PerfCollective::kReduceScatter, "reduce_scatter"},
+    {CollKind::kBroadcast, P2pPattern::kNone, PerfCollective::kBroadcast, "broadcast"},
+    {CollKind::kReduce, P2pPattern::kNone, PerfCollective::kReduce, "reduce"},
+    {CollKind::kSendRecv, P2pPattern::kAllToAll, PerfCollective::kAllToAll, "alltoall"},
+    {CollKind::kSendRecv, P2pPattern::kGather, PerfCollective::kGather, "gather"},
+    {CollKind::kSendRecv, P2pPattern::kScatter, PerfCollective::kScatter, "scatter"},
+    {CollKind::kSendRecv, P2pPattern::kSendRecv, PerfCollective::kSendRecv, "sendrecv"},
 };
 
 struct OpEntry {
@@ -67,10 +72,14 @@ constexpr OpEntry kSimOps[] = {{PerfOp::kSum, RedOpKind::kSum},       {PerfOp::k
                                {PerfOp::kMax, RedOpKind::kMax},       {PerfOp::kMin, RedOpKind::kMin},
                                {PerfOp::kAvg, RedOpKind::kSumPostDiv}, {PerfOp::kMulSum, RedOpKind::kPreMulSum}};
 
-bool coll_reduces(CollKind c) {
-  return c == CollKind::kAllReduce || c == CollKind::kReduceScatter || c == CollKind::kReduce;
+const CollEntry* entry_of(const SimConfig& cfg) {
+  for (const auto& e : kSimColls)
+    if (e.coll == cfg.coll && e.p2p == cfg.p2p) return &e;
+  return nullptr;
 }
-bool coll_has_root(CollKind c) { return c == CollKind::kBroadcast || c == CollKind::kReduce; }
+bool coll_has_root(const SimConfig& cfg) {
+  return entry_of(cfg) != nullptr && collective_has_root(entry_of(cfg)->perf);
+}
 
 // ---- flags -------------------------------------------------------------------------------------------
 // Every flag: its spellings, the label messages use, how many values it takes, and whether it may appear
@@ -254,9 +263,10 @@ std::string named(const std::string& name, const std::string& why) {
 }
 
 // Builds one run from the collected flags (and the environment for what they leave unset).
-bool build_run(const Collected& c, const SimEnv& env, CollKind coll, SimRun* run, std::string* error) {
+bool build_run(const Collected& c, const SimEnv& env, CollKind coll, P2pPattern p2p, SimRun* run, std::string* error) {
   SimConfig& cfg = run->config;
   cfg.coll = coll;
+  cfg.p2p = p2p;
   try {
     // Model.
     if (c.has("--topo") && c.has("--xml")) {
@@ -507,8 +517,11 @@ std::string what_if_text(const sim::WhatIf& w) {
 
 std::string plural(int n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
 
-const char* op_column(const SimConfig& cfg) { return coll_reduces(cfg.coll) ? sim_op_label(cfg.op) : "none"; }
-int root_column(const SimConfig& cfg) { return coll_has_root(cfg.coll) ? cfg.root : -1; }
+// nccl-tests prints the op for sendrecv too, though it only copies (collective_prints_op).
+const char* op_column(const SimConfig& cfg) {
+  return entry_of(cfg) != nullptr && collective_prints_op(entry_of(cfg)->perf) ? sim_op_label(cfg.op) : "none";
+}
+int root_column(const SimConfig& cfg) { return coll_has_root(cfg) ? cfg.root : -1; }
 
 // CSV fields never contain commas or quotes except a topology path or flags; quote when they might.
 std::string csv_field(const std::string& s) {
@@ -527,7 +540,7 @@ double run_time_us(const SimConfig& cfg, const SimResult& r) {
 nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
   const SimConfig& cfg = run.config;
   nlohmann::ordered_json j;
-  j["collective"] = sim_collective_name(cfg.coll);
+  j["collective"] = sim_collective_name(cfg);
   j["topo"] = run.topo_label;
   j["topo_xml"] = !cfg.topo_xml.empty();
   j["topo_description"] = r.topo_description;
@@ -620,10 +633,11 @@ SimEnv sim_env_from_process() {
   return e;
 }
 
-bool sim_collective_from_name(const std::string& name, CollKind* coll) {
+bool sim_collective_from_name(const std::string& name, CollKind* coll, P2pPattern* p2p) {
   for (const auto& e : kSimColls) {
     if (name == e.name) {
       *coll = e.coll;
+      if (p2p != nullptr) *p2p = e.p2p;
       return true;
     }
   }
@@ -632,8 +646,35 @@ bool sim_collective_from_name(const std::string& name, CollKind* coll) {
 
 const char* sim_collective_name(CollKind coll) {
   for (const auto& e : kSimColls)
-    if (e.coll == coll) return e.name;
-  return "unknown";
+    if (e.coll == coll && e.p2p == P2pPattern::kNone) return e.name;
+  return coll == CollKind::kSendRecv ? "sendrecv" : "unknown";
+}
+
+const char* sim_collective_name(const SimConfig& cfg) {
+  const CollEntry* e = entry_of(cfg);
+  return e != nullptr ? e->name : "unknown";
+}
+
+bool sim_perf_collective(const SimConfig& cfg, PerfCollective* out) {
+  const CollEntry* e = entry_of(cfg);
+  if (e != nullptr) *out = e->perf;
+  return e != nullptr;
+}
+
+void sim_apply_perf_bandwidth(const SimConfig& cfg, SimResult* r) {
+  PerfCollective pc;
+  if (!sim_perf_collective(cfg, &pc) || r->nranks < 1) return;
+  const size_t esize = sim_type_size(cfg.type);
+  // cclab perf's compute_bandwidth, from its per-rank count where the collective has one (the size
+  // column is the whole buffer there: count = nranks x per-rank count).
+  const bool per_rank = algbw_bytes(pc, 1, 1, 2) > 1;
+  for (SimSizeResult& s : r->sizes) {
+    if (s.time_us <= 0) continue;
+    const size_t param = per_rank ? s.count / static_cast<size_t>(r->nranks) : s.count;
+    const Bandwidth bw = compute_bandwidth(pc, param, esize, r->nranks, s.time_us * 1e-6);
+    s.algbw = bw.algbw;
+    s.busbw = bw.busbw;
+  }
 }
 
 std::string sim_collective_names() {
@@ -778,11 +819,12 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
   if (c.positionals.size() > 1) return fail("unexpected argument '" + c.positionals[1] + "' (see cclab sim --help)");
   o.calibration = c.has("--calibration");
   CollKind coll = CollKind::kAllReduce;
+  P2pPattern p2p = P2pPattern::kNone;
   if (c.positionals.empty()) {
     if (!o.calibration) return fail("missing COLLECTIVE (one of " + sim_collective_names() + ")");
   } else {
     o.coll_arg = c.positionals[0];
-    if (!sim_collective_from_name(o.coll_arg, &coll)) {
+    if (!sim_collective_from_name(o.coll_arg, &coll, &p2p)) {
       PerfCollective pc;
       if (collective_from_name(o.coll_arg, &pc)) {
         return fail(o.coll_arg + " is not simulated (supported: " + sim_collective_names() + ")");
@@ -821,7 +863,7 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
   } catch (const std::invalid_argument& e) {
     return fail(e.what());
   }
-  if (!build_run(c, env, coll, &o.run, &why)) return fail(why);
+  if (!build_run(c, env, coll, p2p, &o.run, &why)) return fail(why);
   if (!o.events_path.empty()) o.run.config.record_events = true;
 
   if (c.has("--compare")) {
@@ -844,7 +886,7 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
       if (extra.has("--topo") && extra.get("--topo").find(':') != std::string::npos && !extra.has("--nodes")) {
         merged.values.erase("--nodes");
       }
-      if (!build_run(merged, env, coll, &o.compare_runs[k], &why)) {
+      if (!build_run(merged, env, coll, p2p, &o.compare_runs[k], &why)) {
         return fail(std::string("--compare ") + (k == 0 ? "A" : "B") + " '" + strings[k] + "': " + why);
       }
     }
@@ -857,7 +899,7 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args, const SimEnv
 std::string format_sim_banner(const SimRun& run, const SimResult& r) {
   const SimConfig& cfg = run.config;
   std::string out;
-  out += "# cclab sim: " + std::string(sim_collective_name(cfg.coll)) + " on " + run.topo_label + " (" +
+  out += "# cclab sim: " + std::string(sim_collective_name(cfg)) + " on " + run.topo_label + " (" +
          plural(r.nranks, "GPU") + ", " + plural(r.machines, "machine") + ") - simulated, " +
          (cfg.payload ? "payload checked" : "timing only") + "\n";
   if (!r.topo_description.empty()) out += "# " + r.topo_description + "\n";
@@ -871,8 +913,16 @@ std::string format_sim_banner(const SimRun& run, const SimResult& r) {
     if (value.empty()) return std::string("the tuner's choice (") + var + " unset)";
     return "\"" + value + "\" (" + source + ")";
   };
-  out += "# algorithm: " + choice(cfg.algo, run.algo_source, "NCCL_ALGO") +
-         "; protocol: " + choice(cfg.proto, run.proto_source, "NCCL_PROTO");
+  if (cfg.p2p != P2pPattern::kNone) {
+    // NCCL runs grouped sends and receives in its SendRecv kernel, Simple (cclab has no LL for them), on
+    // the p2p channels; the tuner is not asked (algo SendRecv, predicted -).
+    out += printf_string("# point-to-point: every rank's sends and receives in one group, as NCCL's SendRecv kernel runs "
+                         "them: Simple, %d p2p channels, a send split over up to %d (nch), %zu KiB chunks",
+                         r.p2p.nchannels, r.p2p.per_peer, r.p2p.chunk_bytes >> 10);
+  } else {
+    out += "# algorithm: " + choice(cfg.algo, run.algo_source, "NCCL_ALGO") +
+           "; protocol: " + choice(cfg.proto, run.proto_source, "NCCL_PROTO");
+  }
   if (cfg.min_channels > 0 || cfg.max_channels > 0) {
     out += printf_string("; channels: min %d max %d", cfg.min_channels, cfg.max_channels);
   }
@@ -903,7 +953,9 @@ std::string format_sim_column_header() {
 std::string format_sim_row(const SimConfig& cfg, const SimSizeResult& s) {
   std::string row = format_row_start(s.bytes, s.count, sim_type_label(cfg.type), op_column(cfg), root_column(cfg));
   row += format_row_half(s.time_us, s.algbw, s.busbw, s.wrong);
-  const std::string predicted = s.predicted_us > 0 ? format_number(s.predicted_us, 9) : std::string("N/A");
+  // NCCL's tuner has no model of point-to-point work: nothing is predicted for it.
+  const std::string predicted = s.p2p ? std::string("-")
+                                : s.predicted_us > 0 ? format_number(s.predicted_us, 9) : std::string("N/A");
   row += printf_string("  %8s  %6s  %4d  %9s  %5s\n", algo_label(s), proto_name(s.proto), s.nchannels,
                        predicted.c_str(), sim_level_label(s.level));
   return row;
@@ -1009,7 +1061,7 @@ std::string format_sim_compare(const SimCmdOptions& o, const SimResult& a, const
   const SimRun& rb = o.compare_runs[1];
   const SimResult* res[2] = {&a, &b};
   const SimRun* runs[2] = {&ra, &rb};
-  std::string out = "# cclab sim --compare: " + std::string(sim_collective_name(ra.config.coll)) + " - simulated, " +
+  std::string out = "# cclab sim --compare: " + std::string(sim_collective_name(ra.config)) + " - simulated, " +
                     (ra.config.payload || rb.config.payload ? "payload checked" : "timing only") + "\n";
   for (int k = 0; k < 2; ++k) {
     const SimRun& r = *runs[k];

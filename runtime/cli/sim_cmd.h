@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/reduce_ops.h"  // RedOpKind (sim.h uses it without including it)
+#include "perf_options.h"  // PerfCollective
 #include "sim/sim.h"
 
 namespace cclab {
@@ -74,9 +75,17 @@ SimCmdParse parse_sim_options(const std::vector<std::string>& args);
 std::string sim_usage();
 
 // "all_reduce" ... "reduce" -> CollKind (cclab perf's names); false for anything else.
-bool sim_collective_from_name(const std::string& name, CollKind* coll);
-const char* sim_collective_name(CollKind coll);  // "all_reduce", ...
-std::string sim_collective_names();              // "all_reduce, all_gather, reduce_scatter, broadcast, reduce"
+// "all_reduce" ... "sendrecv" (cclab perf's names): the collective, and for alltoall, gather, scatter and
+// sendrecv (kSendRecv) the point-to-point pattern (*p2p may be null).
+bool sim_collective_from_name(const std::string& name, CollKind* coll, P2pPattern* p2p = nullptr);
+const char* sim_collective_name(CollKind coll);        // "all_reduce", ...; kSendRecv: "sendrecv"
+const char* sim_collective_name(const sim::SimConfig& cfg);  // the config's, point-to-point ones included
+std::string sim_collective_names();  // "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, ..."
+// The config's collective as `cclab perf` knows it; false for none.
+bool sim_perf_collective(const sim::SimConfig& cfg, PerfCollective* out);
+// Every row's algbw and busbw from cclab perf's compute_bandwidth (nccl-tests' formulas: perf_report.h),
+// so that `cclab sim` and `cclab perf` print the same bandwidths for the same time.
+void sim_apply_perf_bandwidth(const sim::SimConfig& cfg, sim::SimResult* r);
 const char* sim_op_label(RedOpKind op);          // cclab perf's spelling: "sum", "avg", "mulsum", ...
 const char* sim_type_label(sim::SimType type);   // nccl-tests' spelling: "float", "half", ...
 const char* sim_level_label(sim::SimLevel level);  // "auto", "step", "flow"

@@ -65,6 +65,7 @@ bool run_one(const sim::SimConfig& cfg, bool progress, const char* label, sim::S
   std::string error;
   const bool ok = sim::simulate(cfg, out, &error, line.callback());
   line.clear();
+  if (ok) sim_apply_perf_bandwidth(cfg, out);
   if (!ok) std::fprintf(stderr, "cclab sim: %s%s\n", label, error.c_str());
   return ok;
 }

@@ -19,6 +19,7 @@
 #include "core/comm.h"
 #include "core/enqueue.h"
 #include "kernels/dtypes.h"
+#include "kernels/p2p.h"
 
 using namespace cclab;
 
@@ -613,6 +614,22 @@ ncclResult_t as_group(F body) {
   r = group_end();
   return body_r != ncclSuccess ? body_r : r;
 }
+
+// The sends and receives of a point-to-point collective (kernels/p2p.h's p2p_pattern, which `cclab sim`
+// runs too), as one group.
+ncclResult_t p2p_group(P2pPattern pattern, const void* s, void* r, size_t count, ncclDataType_t t, int root,
+                       ncclComm_t comm, cudaStream_t stream) {
+  const size_t bytes = count * type_size(t);
+  return as_group([&] {
+    ncclResult_t e = ncclSuccess;
+    p2p_pattern(pattern, comm->rank, comm->nranks, root, bytes, [&](bool send, int peer, size_t offset) {
+      if (e != ncclSuccess) return;
+      e = send ? ncclSend(static_cast<const char*>(s) + offset, count, t, peer, comm, stream)
+               : ncclRecv(static_cast<char*>(r) + offset, count, t, peer, comm, stream);
+    });
+    return e;
+  });
+}
 }  // namespace
 
 extern "C" ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count, ncclDataType_t t, ncclComm_t comm,
@@ -631,15 +648,7 @@ extern "C" ncclResult_t ncclAlltoAll(const void* s, void* r, size_t count, ncclD
                              "%s: in-place AlltoAll (sendbuff == recvbuff) is not supported with %d ranks: the "
                              "blocks for other ranks would be overwritten while they are sent",
                              fn, comm->nranks));
-  const size_t bytes = count * type_size(t);
-  return as_group([&] {
-    for (int p = 0; p < comm->nranks; ++p) {
-      ncclResult_t e = ncclSend(static_cast<const char*>(s) + p * bytes, count, t, p, comm, stream);
-      if (e == ncclSuccess) e = ncclRecv(static_cast<char*>(r) + p * bytes, count, t, p, comm, stream);
-      if (e != ncclSuccess) return e;
-    }
-    return ncclSuccess;
-  });
+  return p2p_group(P2pPattern::kAllToAll, s, r, count, t, 0, comm, stream);
 }
 CCLAB_ALIAS(ncclResult_t, ncclAlltoAll, (const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t))
 
@@ -652,14 +661,7 @@ extern "C" ncclResult_t ncclGather(const void* s, void* r, size_t count, ncclDat
   CCLAB_TRY(check_count(count, t, comm->nranks, fn, "count"));
   CCLAB_TRY(check_ptr(s, count, fn, "sendbuff"));
   if (comm->rank == root) CCLAB_TRY(check_ptr(r, count, fn, "recvbuff"));
-  const size_t bytes = count * type_size(t);
-  return as_group([&] {
-    ncclResult_t e = ncclSend(s, count, t, root, comm, stream);
-    if (comm->rank == root)
-      for (int p = 0; e == ncclSuccess && p < comm->nranks; ++p)
-        e = ncclRecv(static_cast<char*>(r) + p * bytes, count, t, p, comm, stream);
-    return e;
-  });
+  return p2p_group(P2pPattern::kGather, s, r, count, t, root, comm, stream);
 }
 CCLAB_ALIAS(ncclResult_t, ncclGather, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
 
@@ -672,15 +674,7 @@ extern "C" ncclResult_t ncclScatter(const void* s, void* r, size_t count, ncclDa
   CCLAB_TRY(check_count(count, t, comm->nranks, fn, "count"));
   if (comm->rank == root) CCLAB_TRY(check_ptr(s, count, fn, "sendbuff"));
   CCLAB_TRY(check_ptr(r, count, fn, "recvbuff"));
-  const size_t bytes = count * type_size(t);
-  return as_group([&] {
-    ncclResult_t e = ncclSuccess;
-    if (comm->rank == root)
-      for (int p = 0; e == ncclSuccess && p < comm->nranks; ++p)
-        e = ncclSend(static_cast<const char*>(s) + p * bytes, count, t, p, comm, stream);
-    if (e == ncclSuccess) e = ncclRecv(r, count, t, root, comm, stream);
-    return e;
-  });
+  return p2p_group(P2pPattern::kScatter, s, r, count, t, root, comm, stream);
 }
 CCLAB_ALIAS(ncclResult_t, ncclScatter, (const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t))
 

@@ -127,12 +127,12 @@ NetConnSpec net_spec(ncclComm_t comm, char kind, int c, int from, int to, int bu
   s.bootstrap = comm->bootstrap.get();
   s.rank = comm->rank;
   s.peer = peer;
-  s.channel = kind == 'p' ? 0 : c;
+  s.channel = c;
   s.tag = 0x4e450000 + static_cast<int>(strchr(kKinds, kind) - kKinds) * 64 + c;  // c < 64 channels
   const std::string name = conn_name(comm, kind, c, from, to);
   s.conn_id = fnv1a(name.data(), name.size());
   s.payload = kind == 'L' ? NetPayload::kLL : kind == 'M' ? NetPayload::kLL128 : NetPayload::kSimple;
-  s.what = kind == 'p' ? std::string(conn_kind_name(kind)) : "channel " + std::to_string(c) + " " + conn_kind_name(kind);
+  s.what = "channel " + std::to_string(c) + " " + conn_kind_name(kind);
   s.fifo_bytes = fifo_total_bytes(buff_bytes);
   s.step_bytes = buff_bytes / kNcclSteps;
   s.abort_flag = &comm->abort_flag;
@@ -220,18 +220,18 @@ ncclResult_t connect_send(ncclComm_t comm, Conn* conn, char kind, int c, int pee
     r = net_connect_send(net_spec(comm, kind, c, comm->rank, peer, buff_bytes), &conn->seg);
   else
     r = segment_open(conn->kind, conn_name(comm, kind, c, comm->rank, peer), fifo_total_bytes(buff_bytes),
-                     &comm->abort_flag, timeout, &conn->seg, ConnectWait(comm, kind == 'p' ? 0 : c, peer).watch());
+                     &comm->abort_flag, timeout, &conn->seg, ConnectWait(comm, c, peer).watch());
   if (r != ncclSuccess) {
     // The transport names the connection object; say which ranks it joins and what was being set up.
     const std::string why = last_error();
     const char* what = conn_kind_name(kind);
     const std::string limit = comm->timeout_s > 0 ? " (CCLAB_TIMEOUT=" + std::to_string(static_cast<int>(comm->timeout_s)) + " s)" : "";
     return report_error(r, "rank %d channel %d could not connect to rank %d (%s connection, via %s): %s%s", comm->rank,
-                        kind == 'p' ? 0 : c, peer, what, transport_name(conn->kind), why.c_str(), limit.c_str());
+                        c, peer, what, transport_name(conn->kind), why.c_str(), limit.c_str());
   }
   if (!comm->backend->makes_connections()) attach(comm, conn, peer, buff_bytes);
   if (kind == 'r' || kind == 'p')
-    CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", kind == 'r' ? c : 0,
+    CCLAB_INFO(kLogInit | kLogP2p, "Channel %02d/%d : %d[%d] -> %d[%d] via %s", c,
                kind == 'r' ? 0 : 1, comm->rank, comm->dev, peer, comm->peers[peer].dev, transport_name(conn->kind));
   return ncclSuccess;
 }
@@ -626,20 +626,30 @@ void poison_connections(ncclComm_t comm) {
   for (auto& kv : comm->p2p_recv) poison(kv.second, false);
 }
 
-ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out) {
-  Conn& c = comm->p2p_send[peer];
+ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out, int channel) {
+  Conn* slot;
+  {
+    std::lock_guard<std::mutex> lock(comm->p2p_mu);
+    slot = &comm->p2p_send[{channel, peer}];
+  }
+  Conn& c = *slot;
   if (!c.connected) {
-    ncclResult_t r = connect_send(comm, &c, 'p', 0, peer, comm->buff_bytes);
+    ncclResult_t r = connect_send(comm, &c, 'p', channel, peer, comm->buff_bytes);
     if (r != ncclSuccess) return r;
   }
   *out = &c;
   return ncclSuccess;
 }
 
-ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out) {
-  Conn& c = comm->p2p_recv[peer];
+ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out, int channel) {
+  Conn* slot;
+  {
+    std::lock_guard<std::mutex> lock(comm->p2p_mu);
+    slot = &comm->p2p_recv[{channel, peer}];
+  }
+  Conn& c = *slot;
   if (!c.connected) {
-    ncclResult_t r = connect_recv(comm, &c, 'p', 0, peer, comm->buff_bytes);
+    ncclResult_t r = connect_recv(comm, &c, 'p', channel, peer, comm->buff_bytes);
     if (r != ncclSuccess) return r;
   }
   *out = &c;

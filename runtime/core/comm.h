@@ -12,6 +12,7 @@
 #include "bootstrap/bootstrap.h"
 #include "cclab/cclab.h"
 #include "core/backend.h"
+#include "kernels/p2p.h"
 #include "core/stream.h"
 #include "graph/algo_proto.h"
 #include "graph/custom_algo.h"
@@ -124,7 +125,11 @@ struct ncclComm {
   cclab::CustomTopo custom_topo{0, 0, 0};
   std::vector<int> custom_peers;
   std::atomic<int> custom_connected{0};
-  std::map<int, cclab::Conn> p2p_send, p2p_recv;  // by peer (lazily connected)
+  // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank
+  // the same), and the connections by (p2p channel, peer), lazily connected; p2p_mu guards the maps.
+  cclab::P2pChannels p2p;
+  std::mutex p2p_mu;
+  std::map<std::pair<int, int>, cclab::Conn> p2p_send, p2p_recv;
   std::atomic<int> abort_flag{0};
   // Its NET connections are closed for good: one broke (the peer was lost; that raised abort_flag too),
   // or ncclCommShrink(NCCL_SHRINK_ABORT) closed them. New work is refused with stop_message.
@@ -205,8 +210,10 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
 // stay poisoned: it must be aborted or destroyed.
 void poison_connections(ncclComm_t comm);
 
-// Connects point-to-point connections with `peer` if not done yet (both directions lazily).
-ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out);
-ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out);
+// Connects point-to-point connections with `peer` on p2p channel `channel` if not done yet (both
+// directions lazily; a part of a send runs on each of its channels: kernels/p2p.h p2p_nparts). Threads
+// may connect different channels or peers at once.
+ncclResult_t p2p_connect_send(ncclComm_t comm, int peer, Conn** out, int channel = 0);
+ncclResult_t p2p_connect_recv(ncclComm_t comm, int peer, Conn** out, int channel = 0);
 
 }  // namespace cclab

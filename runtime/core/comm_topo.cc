@@ -15,6 +15,7 @@
 #include "core/comm.h"
 #include "graph/channels.h"
 #include "graph/detect.h"
+#include "graph/p2p_channels.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/tree.h"
 
@@ -409,6 +410,25 @@ ncclResult_t setup_topology(ncclComm_t comm) {
       CCLAB_INFO(kLogInit, "Trees [%d] %d/%d/%d->%d->%d (tree %d)", c, t.down[0], t.down[1], t.down[2], comm->rank,
                  t.up, ch.tree_index);
     }
+  }
+
+  // Point-to-point channels, as NCCL 2.28.9 sets them up after the collective channels
+  // (ncclTopoComputeP2pChannels): a send to a peer is split over up to p2p.per_peer of them.
+  {
+    std::vector<int> gpus(comm->nranks);
+    for (int r = 0; r < comm->nranks; ++r) gpus[r] = comm->topo.gpu_node(comm->rank_node[r], comm->rank_dev[r]);
+    P2pParams pp;
+    pp.min_channels = static_cast<int>(param_int("NCCL_MIN_P2P_NCHANNELS", pp.min_channels));
+    pp.max_channels = static_cast<int>(param_int("NCCL_MAX_P2P_NCHANNELS", pp.max_channels));
+    pp.net_per_peer = static_cast<int>(param_int("NCCL_NCHANNELS_PER_NET_PEER", 0));
+    pp.nvl_chunk = static_cast<int>(param_int("NCCL_P2P_NVL_CHUNKSIZE", pp.nvl_chunk));
+    pp.net_chunk = static_cast<int>(param_int("NCCL_P2P_NET_CHUNKSIZE", pp.net_chunk));
+    pp.pci_chunk = static_cast<int>(param_int("NCCL_P2P_PCI_CHUNKSIZE", pp.pci_chunk));
+    std::string why;
+    comm->p2p = p2p_channels(comm->topo, gpus, comm->nchannels, comm->buff_bytes, pp, &why);
+    if (comm->rank == 0)
+      CCLAB_INFO(kLogInit | kLogP2p, "%d coll channels, %d p2p channels, %d p2p channels per peer: %s", comm->nchannels,
+                 comm->p2p.nchannels, comm->p2p.per_peer, why.c_str());
   }
 
   // Cost model, for the channels the modelled GPUs would run (NCCL_MIN/MAX_NCHANNELS bound them; the

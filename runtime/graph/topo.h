@@ -69,6 +69,9 @@ enum class PathType : int {
 const char* topo_node_type_name(TopoNodeType t);
 const char* link_type_name(LinkType t);
 const char* path_type_name(PathType t);
+// One NVLink's bandwidth in NCCL's model, GB/s, for a GPU of compute capability sm (ncclTopoNVLinkBw:
+// sm90 20.6, sm80 20.0, sm86 12.0, sm100 40.1).
+double nvlink_model_bw(int sm);
 // Case-insensitive; false when unknown. (NCCL_P2P_LEVEL and the graph XML use these names.)
 bool path_type_from_name(const char* name, PathType* out);
 

@@ -63,6 +63,12 @@
 #include "graph/topo.h"
 
 namespace cclab {
+
+double nvlink_model_bw(int sm) {  // ncclTopoNVLinkBw
+  return sm >= 100 ? 40.1 : sm >= 90 ? 20.6 : sm == 86 ? 12.0 : sm >= 80 ? 20.0 : sm >= 70 ? 20.0
+       : sm >= 60 ? 18.0 : 20.0;
+}
+
 namespace {
 
 // ---- constants --------------------------------------------------------------------------------------
@@ -81,10 +87,6 @@ constexpr int kPciClassNvSwitch = 0x068000;
 constexpr int kPciClassNvlCpu = 0x068001;
 constexpr int kPciClassBridge = 0x060400;
 
-double nvlink_model_bw(int sm) {  // ncclTopoNVLinkBw
-  return sm >= 100 ? 40.1 : sm >= 90 ? 20.6 : sm == 86 ? 12.0 : sm >= 80 ? 20.0 : sm >= 70 ? 20.0
-       : sm >= 60 ? 18.0 : 20.0;
-}
 double nvlink_phys_bw(int sm) {
   return sm >= 100 ? 50.0 : sm == 86 ? 14.0625 : sm >= 70 ? 25.0 : sm >= 60 ? 20.0 : 25.0;
 }

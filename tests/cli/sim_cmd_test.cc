@@ -192,12 +192,26 @@ TEST(SimFlags, CollectivesAndTheirNames) {
     EXPECT_EQ(p.options.run.config.coll, k.coll);
     EXPECT_STREQ(sim_collective_name(k.coll), k.name);
   }
-  EXPECT_EQ(sim_collective_names(), "all_reduce, all_gather, reduce_scatter, broadcast, reduce");
-  for (const char* other : {"alltoall", "sendrecv", "gather", "scatter"}) {
-    const SimCmdParse p = parse({other});
-    EXPECT_FALSE(p.ok) << other;
-    EXPECT_EQ(p.message, std::string("cclab sim: ") + other +
-                             " is not simulated (supported: all_reduce, all_gather, reduce_scatter, broadcast, reduce)");
+  EXPECT_EQ(sim_collective_names(),
+            "all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, gather, scatter, sendrecv");
+  // The point-to-point collectives: sends and receives (kSendRecv) in kernels/p2p.h's pattern.
+  const struct {
+    const char* name;
+    P2pPattern p2p;
+    PerfCollective perf;
+  } p2p_cases[] = {{"alltoall", P2pPattern::kAllToAll, PerfCollective::kAllToAll},
+                   {"gather", P2pPattern::kGather, PerfCollective::kGather},
+                   {"scatter", P2pPattern::kScatter, PerfCollective::kScatter},
+                   {"sendrecv", P2pPattern::kSendRecv, PerfCollective::kSendRecv}};
+  for (const auto& k : p2p_cases) {
+    const SimCmdParse p = parse({k.name, "-r", "2"});
+    ASSERT_TRUE(p.ok) << k.name << ": " << p.message;
+    EXPECT_EQ(p.options.run.config.coll, CollKind::kSendRecv);
+    EXPECT_EQ(p.options.run.config.p2p, k.p2p);
+    EXPECT_STREQ(sim_collective_name(p.options.run.config), k.name);
+    PerfCollective pc;
+    ASSERT_TRUE(sim_perf_collective(p.options.run.config, &pc));
+    EXPECT_EQ(pc, k.perf);
   }
   SimCmdParse p = parse({"allreduc"});
   EXPECT_FALSE(p.ok);
@@ -845,6 +859,58 @@ TEST(SimCli, PayloadIsChecked) {
   EXPECT_TRUE(contains(r.out, "# Out of bounds values : 0 OK")) << r.out;
 }
 
+// alltoall, gather, scatter and sendrecv: nccl-tests' sizes and counts (cclab perf's coll_counts), its
+// bandwidths (cclab perf's compute_bandwidth on the simulated time), NCCL's SendRecv kernel on Simple with
+// no prediction, and with --payload every byte right, on one machine and across two.
+TEST(SimCli, PointToPointCollectives) {
+  for (const char* topo : {"dgx-h100", "dgx-h100:2"}) {
+    const int n = std::string(topo) == "dgx-h100" ? 8 : 16;
+    for (const char* name : {"alltoall", "gather", "scatter", "sendrecv"}) {
+      const std::string csv = temp_path(std::string(name) + ".csv");
+      const RunResult r = run(std::string("sim ") + name + " --topo " + topo + " -b 1000000 -e 4M -f 4 -r 1 -c 1 --csv " + csv);
+      ASSERT_EQ(r.status, 0) << name << " " << topo << "\n" << r.out << r.err;
+      EXPECT_TRUE(contains(r.out, "# point-to-point: ")) << r.out;
+      const auto rows = table_rows(r.out);
+      ASSERT_EQ(rows.size(), 2u) << r.out;
+      PerfCollective pc;
+      ASSERT_TRUE(collective_from_name(name, &pc));
+      const size_t sizes[2] = {1000000, 4000000};
+      for (int i = 0; i < 2; ++i) {
+        const CollCounts c = coll_counts(pc, sizes[i], 4, n);
+        EXPECT_EQ(rows[i][0], std::to_string(reported_bytes(c, 4))) << name << " " << topo;
+        EXPECT_EQ(rows[i][1], std::to_string(std::max(c.send_count, c.recv_count))) << name;
+        EXPECT_EQ(rows[i][3], collective_prints_op(pc) ? "sum" : "none") << name;
+        EXPECT_EQ(rows[i][4], collective_has_root(pc) ? "1" : "-1") << name;
+        EXPECT_EQ(rows[i][8], "0") << name << " " << topo << " payload\n" << r.out;
+        EXPECT_EQ(rows[i][9], "SendRecv");
+        EXPECT_EQ(rows[i][10], "Simple");
+        EXPECT_EQ(rows[i][12], "-") << "the tuner predicts no point-to-point work";
+        EXPECT_EQ(rows[i][13], "step");
+      }
+      // The bandwidths are cclab perf's formulas on the simulated time (CSV: full precision).
+      const auto lines = lines_of(read_file(csv));
+      ASSERT_EQ(lines.size(), 3u);
+      for (int i = 0; i < 2; ++i) {
+        std::vector<std::string> f;
+        std::stringstream ss(lines[i + 1]);
+        for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+        ASSERT_GE(f.size(), 9u);
+        const double t_us = std::stod(f[5]);
+        const CollCounts c = coll_counts(pc, sizes[i], 4, n);
+        const Bandwidth bw = compute_bandwidth(pc, c.param_count, 4, n, t_us * 1e-6);
+        EXPECT_NEAR(std::stod(f[6]), bw.algbw, 1e-6 * bw.algbw) << name;
+        EXPECT_NEAR(std::stod(f[7]), bw.busbw, 1e-6 * bw.busbw) << name;
+        EXPECT_GT(bw.busbw, 0);
+      }
+      std::remove(csv.c_str());
+    }
+  }
+  // Point-to-point work is simulated step by step: the flow level replays ring and tree channels only.
+  const RunResult flow = run("sim alltoall --topo dgx-h100 -b 1M --level flow");
+  EXPECT_EQ(flow.status, 3) << flow.out << flow.err;
+  EXPECT_TRUE(contains(flow.err, "alltoall runs at step level only")) << flow.err;
+}
+
 // `cclab tune` and `cclab sim` describe one plan: for every size the algorithm, protocol, channels,
 // threads per channel and predicted time the tuner's table chooses are what the simulator ran (CSV), on every preset
 // family, one machine and several, with NCCL_MAX_NCHANNELS / --min-channels bounding both. (Before,
@@ -920,9 +986,9 @@ TEST(SimCli, UsageErrorsAndCalibration) {
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "invalid value 'fast' for --nvlink-bw")) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
-  r = run("sim alltoall");
+  r = run("sim all_to_all");
   EXPECT_EQ(r.status, 2);
-  EXPECT_TRUE(contains(r.err, "alltoall is not simulated")) << r.err;
+  EXPECT_TRUE(contains(r.err, "unknown collective 'all_to_all'")) << r.err;
   r = run("sim all_reduce --topo dgx-h100:2 --nodes 3");
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(contains(r.err, "--nodes says 3")) << r.err;

@@ -3,8 +3,9 @@
 # chunks) fails where it should, with the hint it should give, and passes the reference solution. One
 # ctest entry per CASE (label labs):
 #   skeleton   the skeleton as committed (right, one piece): the host and exact checks pass, the 8-GPU
-#              sweep fails with the TODO 1 hint (its time does not change with chunk_elems), the 64-GPU
-#              sweep is skipped, every answer is missing
+#              sweep fails with the TODO 1 hint (its time does not change with chunk_elems; one piece of
+#              1 MiB already runs on 4 channels, 1.88x cclab's ring on those 4), the 64-GPU sweep is
+#              skipped, every answer is missing
 #   halfway    the skeleton with TODO 1 done (pieces, but a rank receives, then sends): the 8-GPU sweep
 #              fails with the TODO 2 hint; with wrong answers, those fail and the right ones pass
 #   hang       a slot that receives the piece it sends (t - d): the hang hint, the other host checks skipped
@@ -32,6 +33,7 @@ case "$case" in
     expect "host backend, 8 ranks, 12 calls pass"
     expect "simulator: 8 ranks, dgx-h100, 1M in 128K, exact pass"
     expect "your time does not change with chunk_elems: the buffer still goes in one piece"
+    expect "--max-channels 4): 77.9 us: 1.88x (at most 1.25x)"
     expect "skipped: needs the 8-GPU sweep to pass first"
     expect "no answer for 'model_sweet_64' yet"
     ((seconds <= 10)) || fail "took $seconds s: the skeleton's sweep is one piece on 8 GPUs"
@@ -64,6 +66,7 @@ ANS
     expect_rc 1
     expect "8 of 15 checks pass"
     expect "your pieces overlap, but not all the time: does every rank receive piece k+1 while it sends piece k"
+    expect "77.9 us: 1.40x (at most 1.25x)"
     expect "slots of a pipelined broadcast of 16 pieces on 8 ranks: 14 is not right"
     expect "6.3 is right (within 10%)"
     expect "45 is not within 10% of what the grader measured on your code"
@@ -86,9 +89,11 @@ ANS
     expect "15 of 15 checks pass"
     expect "Lab 02 is done"
     expect "(within 15%)"
+    expect "cclab's ring broadcast on 4 channels, as many as NCCL splits a send of 1 MiB into here"
+    expect "--max-channels 1): 1105.7 us: 0.70x (at most 1.00x)"
     CCLAB_BACKEND=sim CCLAB_TOPO=dgx-h100 "$cclab" lab run 02 --dir "$solution" --work "$work" --ranks 8 --size 1M \
       --sweep >"$out" 2>&1 || fail "lab run --sweep failed"
-    expect "131072 8 162.64"
+    expect "262144 4 91.83"
     expect "all 7 calls right"
     ;;
   tail)

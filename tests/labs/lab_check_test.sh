@@ -12,7 +12,10 @@
 #   solution        labs/solutions/01-ring-allreduce passes every check; `lab list` says passing; `lab run` works
 #   remainder       the solution with chunks that ignore count % n: the TODO 3 hint
 #   answers         the solution with wrong answers: those checks fail, the others pass
-# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+#   split           the solution with each step in two groups of half a chunk: exact, but check 8 fails
+#                   (1.17x the 14 steps of NCCL's send/recv, at most 1.1x) with its hint; ring_busbw (the
+#                   solution's answer) fails too
+# The last four need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
 case="$1" cclab="$2" src="$3" work="$4/$case"
 lab="$src/labs/01-ring-allreduce"
@@ -117,6 +120,7 @@ PY
     expect_rc 0
     expect "12 of 12 checks pass"
     expect "Lab 01 is done"
+    expect "503.4 us: 1.00x (at most 1.1x)"
     [[ -s "$work/01-ring-allreduce/ring.cctrace" ]] || fail "no trace for cclab lab viz"
     "$cclab" lab list --work "$work" >"$out" 2>&1 || fail "cclab lab list failed"
     expect "passing (12 of 12 checks"
@@ -145,6 +149,43 @@ PY
     expect "steps per rank, 8 ranks: 16 is not right"
     expect "GB/s, your ring in the simulator: 30.6 is not within 5%"
     expect "busbw_factor = 'fast' is not a number"
+    ;;
+  split)
+    # Each ring step as two groups of half the chunk, each with its synchronisation: right, but twice the
+    # groups, and each half goes on fewer of NCCL's channels (lab 2's D5).
+    solution_variant split \
+      '  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return r;
+  ncclResult_t rs = ncclSend(send, send_len, ncclFloat, next, comm, stream);
+  ncclResult_t rr = ncclRecv(recv, recv_len, ncclFloat, prev, comm, stream);
+  r = ncclGroupEnd();
+  if (rs != ncclSuccess) return rs;
+  if (rr != ncclSuccess) return rr;
+  if (r != ncclSuccess) return r;
+  return cclabStreamSynchronize(stream);' \
+      '  const size_t hs = send_len / 2, hr = recv_len / 2;
+  for (int h = 0; h < 2; ++h) {
+    ncclResult_t r = ncclGroupStart();
+    if (r != ncclSuccess) return r;
+    ncclResult_t rs = ncclSend(send + h * hs, h ? send_len - hs : hs, ncclFloat, next, comm, stream);
+    ncclResult_t rr = ncclRecv(recv + h * hr, h ? recv_len - hr : hr, ncclFloat, prev, comm, stream);
+    r = ncclGroupEnd();
+    if (rs != ncclSuccess) return rs;
+    if (rr != ncclSuccess) return rr;
+    if (r != ncclSuccess) return r;
+    r = cclabStreamSynchronize(stream);
+    if (r != ncclSuccess) return r;
+  }
+  return ncclSuccess;'
+    check "$work/split"
+    expect_rc 1
+    # check 8, and ring_busbw: the answer is the solution's (58.32), of a faster ring
+    expect "10 of 12 checks pass"
+    expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact pass"
+    expect "time at most 1.1x NCCL's send/recv steps FAIL"
+    expect "14 steps of NCCL's send/recv of 2 MiB"
+    expect "1.17x (at most 1.1x)"
+    expect "a step in several groups"
     ;;
   *)
     echo "lab_check_test.sh: unknown case $case" >&2

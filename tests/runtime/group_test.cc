@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "comm_fixture.h"
+#include "core/comm.h"
 
 using cclab_test::Comms;
 using cclab_test::run_ranks;
@@ -131,6 +132,42 @@ TEST(Group, GroupedRingOfLargeMessagesCompletes) {
       EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
       EXPECT_TRUE(got[r] == payload((r + n - 1) % n, kBigBytes)) << "rank " << r << " received wrong bytes";
     }
+  }
+}
+
+// A send is split into parts on several p2p channels, as NCCL 2.28.9 splits it (kernels/p2p.h
+// p2p_nparts; on the host's virtual machine the peers are PCIe peers, 2 channels each as in NCCL, so 8
+// channels give a 1 MiB send 2 parts of 4 KiB multiples): sizes that leave a short last part, an empty
+// one, one byte, and several sends to one peer in a group all arrive byte-exact.
+TEST(Group, SendsSplitOverP2pChannelsAreExact) {
+  const int n = 2;
+  Comms comms(n, 8);
+  const size_t sizes[] = {1, 4095, 4097, 100 << 10, (1 << 20) + 3, (3 << 20) + 12345};
+  EXPECT_EQ(comms[0]->p2p.per_peer, 2);
+  EXPECT_EQ(cclab::p2p_nparts(comms[0]->p2p, n, (1 << 20) + 3), 2) << "the host splits a 1 MiB send";
+  std::vector<std::vector<std::vector<uint8_t>>> got(n);
+  std::vector<ncclResult_t> res(n);
+  run_ranks(n, [&](int r) {
+    std::vector<std::vector<uint8_t>> sent;
+    got[r].clear();
+    for (size_t b : sizes) {
+      sent.push_back(payload(r + static_cast<int>(b % 7), b));
+      got[r].emplace_back(b, 0);
+    }
+    ncclResult_t e = ncclGroupStart();
+    for (size_t k = 0; k < sent.size() && e == ncclSuccess; ++k) {
+      e = ncclSend(sent[k].data(), sizes[k], ncclUint8, (r + 1) % n, comms[r], nullptr);
+      if (e == ncclSuccess) e = ncclRecv(got[r][k].data(), sizes[k], ncclUint8, (r + n - 1) % n, comms[r], nullptr);
+    }
+    const ncclResult_t end = ncclGroupEnd();
+    res[r] = e != ncclSuccess ? e : end;
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(res[r], ncclSuccess) << "rank " << r;
+    const int prev = (r + n - 1) % n;
+    for (size_t k = 0; k < got[r].size(); ++k)
+      EXPECT_TRUE(got[r][k] == payload(prev + static_cast<int>(sizes[k] % 7), sizes[k]))
+          << "rank " << r << " size " << sizes[k] << " received wrong bytes";
   }
 }
 

@@ -225,46 +225,64 @@ ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& o
                           rb);
     if (sb && r->recv != s->send) memmove(r->recv, s->send, sb);
   }
+  // Each send and receive is split into parts on p2p channels as NCCL 2.28.9 splits it (kernels/p2p.h
+  // p2p_nparts, the same split every backend runs): part j of every operation with a peer goes on the
+  // channel of part j, its own connection, one lane each.
   for (int round = 1; round < n; ++round) {
     const int to = (me + round) % n, from = (me - round + n) % n;
     if (sends[to].empty() && recvs[from].empty()) continue;
     const HostExecConfig cfg = exec_config(comm);
-    HostExec send_ex(cfg), recv_ex(cfg);
-    ncclResult_t send_err = ncclSuccess, recv_err = ncclSuccess;
-    // A task may run on a lane thread, whose last error the caller cannot see: keep the message.
-    std::string send_msg, recv_msg;
+    struct Part {
+      bool send;
+      int peer, channel;
+      std::vector<P2pWork> works;
+      ncclResult_t err = ncclSuccess;
+      std::string msg;  // a task may run on a lane thread, whose last error the caller cannot see
+    };
+    std::vector<Part> parts;
+    for (int dir = 0; dir < 2; ++dir) {
+      const std::vector<const OpDesc*>& list = dir == 0 ? sends[to] : recvs[from];
+      const int peer = dir == 0 ? to : from;
+      int nparts = 0;
+      for (const OpDesc* o : list) nparts = std::max(nparts, p2p_nparts(comm->p2p, n, o->count * type_size(o->type)));
+      for (int part = 0; part < nparts; ++part) {
+        Part p{dir == 0, peer, p2p_channel_for_part(comm->p2p.nchannels, round, part), {}};
+        for (const OpDesc* o : list) {
+          const size_t bytes = o->count * type_size(o->type);
+          const int np = p2p_nparts(comm->p2p, n, bytes);
+          if (part >= np) continue;
+          size_t beg = 0, end = 0;
+          p2p_part_bounds(np, part, bytes, &beg, &end);
+          char* base = dir == 0 ? static_cast<char*>(const_cast<void*>(o->send)) : static_cast<char*>(o->recv);
+          P2pWork w{base + beg, end - beg, peer, me, op_count};
+          w.chunk = comm->p2p.chunk_bytes;
+          p.works.push_back(w);
+        }
+        if (!p.works.empty()) parts.push_back(std::move(p));
+      }
+    }
+    std::vector<HostExec> execs(parts.size(), HostExec(cfg));
     std::vector<std::function<void()>> tasks;
-    if (!sends[to].empty())
-      tasks.emplace_back([&] {
+    for (size_t i = 0; i < parts.size(); ++i)
+      tasks.emplace_back([&, i] {
+        Part& p = parts[i];
         Conn* c = nullptr;
-        send_err = p2p_connect_send(comm, to, &c);
-        if (send_err != ncclSuccess) send_msg = last_error();
-        for (size_t i = 0; send_err == ncclSuccess && i < sends[to].size(); ++i) {
-          const OpDesc* o = sends[to][i];
-          P2pWork w{const_cast<void*>(o->send), o->count * type_size(o->type), to, me, op_count};
-          if (!host_p2p_send(send_ex, w, 0, &c->info)) send_err = ncclInternalError;
-        }
-      });
-    if (!recvs[from].empty())
-      tasks.emplace_back([&] {
-        Conn* c = nullptr;
-        recv_err = p2p_connect_recv(comm, from, &c);
-        if (recv_err != ncclSuccess) recv_msg = last_error();
-        for (size_t i = 0; recv_err == ncclSuccess && i < recvs[from].size(); ++i) {
-          const OpDesc* o = recvs[from][i];
-          P2pWork w{o->recv, o->count * type_size(o->type), from, me, op_count};
-          if (!host_p2p_recv(recv_ex, w, 0, &c->info)) recv_err = ncclInternalError;
-        }
+        p.err = p.send ? p2p_connect_send(comm, p.peer, &c, p.channel) : p2p_connect_recv(comm, p.peer, &c, p.channel);
+        if (p.err != ncclSuccess) p.msg = last_error();
+        for (size_t k = 0; p.err == ncclSuccess && k < p.works.size(); ++k)
+          if (!(p.send ? host_p2p_send(execs[i], p.works[k], p.channel, &c->info)
+                       : host_p2p_recv(execs[i], p.works[k], p.channel, &c->info)))
+            p.err = ncclInternalError;
       });
     hc.lanes->run(tasks);
-    if (send_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, send_ex, "ncclSend", op_count);
-    if (recv_ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, recv_ex, "ncclRecv", op_count);
-    for (auto* e : {&send_err, &recv_err}) {
-      if (*e == ncclSuccess) continue;
-      const std::string msg = std::string(e == &send_err ? "ncclSend: " : "ncclRecv: ") +
-                              (e == &send_err ? send_msg : recv_msg);
-      set_async_error(comm, *e, msg);
-      return report_error(*e, "%s", msg.c_str());
+    for (size_t i = 0; i < parts.size(); ++i)
+      if (execs[i].failure() != WaitFailure::kNone)
+        return fail_from_exec(comm, execs[i], parts[i].send ? "ncclSend" : "ncclRecv", op_count);
+    for (const Part& p : parts) {
+      if (p.err == ncclSuccess) continue;
+      const std::string msg = std::string(p.send ? "ncclSend: " : "ncclRecv: ") + p.msg;
+      set_async_error(comm, p.err, msg);
+      return report_error(p.err, "%s", msg.c_str());
     }
   }
   return ncclSuccess;

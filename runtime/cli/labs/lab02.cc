@@ -11,8 +11,10 @@
 //     trace is what `cclab lab viz 02` shows);
 //   - a sweep of chunk sizes, 1 MiB down to 16 KiB (x1/2), on 8 GPUs (dgx-h100) and on 64 (dgx-h100:8),
 //     each call checked and timed, a barrier (cclab's all_reduce of one float) between calls: the best
-//     time against cclab's own ring broadcast on one channel (Simple), which sim::simulate computes here
-//     (`cclab sim broadcast ... --algo ring --proto simple --max-channels 1`);
+//     time against cclab's own ring broadcast (Simple) on as many channels as NCCL 2.28.9 splits a send
+//     of the whole buffer into on that machine (p2p parts: 4 on 8 GPUs, 1 on 64; `cclab sim sendrecv
+//     ... -b 1M`'s nch), both of which sim::simulate computes here (`cclab sim broadcast ... --algo ring
+//     --proto simple --max-channels K`);
 //   - the answers in answers.txt, recomputed from these runs of the student's code: the slot's fixed cost
 //     alpha (a broadcast of one float: n-1 slots), its bandwidth beta (one piece of 1 MiB), the sweet
 //     spots (the grader also times the student's code at the chunk they answered), and the sweet spot the
@@ -23,7 +25,7 @@
 //
 // Why a broadcast and not lab 1's all_reduce: with ncclSend/ncclRecv and a synchronisation per group, a
 // ring all_reduce keeps every link busy at every step already, so cutting its steps into pieces only adds
-// groups (16 MiB on 8 simulated H100s: 1217 us as in lab 1, 2014 us in 512 KiB pieces). A broadcast
+// groups (16 MiB on 8 simulated H100s: 503 us as in lab 1, 755 us in 512 KiB pieces). A broadcast
 // moves the whole buffer over n-1 hops one after the other; there pipelining pays (README, Background).
 #include <algorithm>
 #include <atomic>
@@ -58,7 +60,7 @@ constexpr int kMachines64 = 8;  // dgx-h100:8, 64 GPUs
 constexpr size_t kSimBytes = 1u << 20;
 constexpr size_t kExactChunkBytes = 128u << 10;  // the traced run's pieces
 constexpr size_t kMinChunkBytes = 16u << 10;     // the sweep's smallest piece
-constexpr double kBound8 = 1.25;                 // best time / cclab's 1-channel ring broadcast, 8 GPUs, at most
+constexpr double kBound8 = 1.25;                 // best time / cclab's ring broadcast on K channels, 8 GPUs, at most
 constexpr double kBound64 = 1.0;                 // the same on 64 GPUs
 constexpr int kSlotPieces = 16;                  // Q1: slots of 16 pieces on 8 ranks
 constexpr double kRateTolerance = 0.10;          // alpha, beta
@@ -519,9 +521,29 @@ std::string topo_name(int machines) {
   return machines > 1 ? std::string(kTopo) + ":" + std::to_string(machines) : kTopo;
 }
 
-// cclab's own ring broadcast on one channel, Simple (`cclab sim broadcast --algo ring --proto simple
-// --max-channels 1`), kSimBytes on `machines` DGX H100s.
-bool reference_time(int machines, double* us, std::string* error) {
+// How many channels NCCL 2.28.9 splits one send of kSimBytes into on `machines` DGX H100s with every GPU
+// a rank (its p2p parts, kernels/p2p.h p2p_nparts: 4 on one machine, 1 on eight): the nch of `cclab sim
+// sendrecv --topo ... -b 1M -e 1M`, whose ranks each send one buffer to the next as the student's do.
+bool send_channels(int machines, int* channels, std::string* error) {
+  sim::SimConfig cfg;
+  cfg.topo = kTopo;
+  cfg.machines = machines;
+  cfg.coll = CollKind::kSendRecv;
+  cfg.p2p = P2pPattern::kSendRecv;
+  cfg.min_bytes = cfg.max_bytes = kSimBytes;
+  sim::SimResult res;
+  if (!sim::simulate(cfg, &res, error)) return false;
+  if (res.sizes.empty() || res.sizes[0].nchannels < 1) {
+    *error = "no result";
+    return false;
+  }
+  *channels = res.sizes[0].nchannels;
+  return true;
+}
+
+// cclab's own ring broadcast on `channels` channels, Simple (`cclab sim broadcast --algo ring --proto
+// simple --max-channels K`), kSimBytes on `machines` DGX H100s.
+bool reference_time(int machines, int channels, double* us, std::string* error) {
   sim::SimConfig cfg;
   cfg.topo = kTopo;
   cfg.machines = machines;
@@ -529,7 +551,7 @@ bool reference_time(int machines, double* us, std::string* error) {
   cfg.min_bytes = cfg.max_bytes = kSimBytes;
   cfg.algo = "ring";
   cfg.proto = "simple";
-  cfg.max_channels = 1;
+  cfg.max_channels = channels;
   sim::SimResult res;
   if (!sim::simulate(cfg, &res, error)) return false;
   if (res.sizes.empty()) {
@@ -540,8 +562,9 @@ bool reference_time(int machines, double* us, std::string* error) {
   return true;
 }
 
-std::string reference_command(int machines) {
-  return "cclab sim broadcast --topo " + topo_name(machines) + " -b 1M --algo ring --proto simple --max-channels 1";
+std::string reference_command(int machines, int channels) {
+  return "cclab sim broadcast --topo " + topo_name(machines) + " -b 1M --algo ring --proto simple --max-channels " +
+         std::to_string(channels);
 }
 
 // A sweep of the student's code on `machines` DGX H100s (kSimBytes, root 0): its times by chunk (bytes),
@@ -599,11 +622,12 @@ Sweep run_sweep(const LabEnv& env, const std::string& so, int machines, bool one
 }
 
 // The sweep in one line: its best, one piece, and cclab's (the table is the student's to make: lab run 02 --sweep).
-std::string sweep_summary(const Sweep& s, double ref_us, int machines) {
-  return "your best: " + format_double(s.best_us, 1) +
-         " us; in one piece (chunk_elems = count): " + format_double(s.unpipelined_us, 1) + " us (" +
-         format_double(s.unpipelined_us / s.best_us, 2) + "x the best); cclab's ring broadcast on 1 channel (Simple, " +
-         reference_command(machines) + "): " + format_double(ref_us, 1) + " us";
+std::string sweep_summary(const Sweep& s, double ref_us, int machines, int channels) {
+  return "your best: " + format_double(s.best_us, 1) + " us; in one piece (chunk_elems = count): " +
+         format_double(s.unpipelined_us, 1) + " us (" + format_double(s.unpipelined_us / s.best_us, 2) +
+         "x the best); cclab's ring broadcast on " + std::to_string(channels) +
+         (channels == 1 ? " channel" : " channels") + ", as many as NCCL splits a send of 1 MiB into here (Simple, " +
+         reference_command(machines, channels) + "): " + format_double(ref_us, 1) + " us";
 }
 
 // The hint for a sweep that was not fast enough.
@@ -704,7 +728,7 @@ std::vector<CheckResult> check_lab02(const LabEnv& env, const std::function<void
   const size_t sweet8 = parse_answer_size(answers, "sweet_spot_8", &sweet8_ok);
   const size_t sweet64 = parse_answer_size(answers, "sweet_spot_64", &sweet64_ok);
 
-  // The sweeps, each against cclab's own ring broadcast on one channel.
+  // The sweeps, each against cclab's own ring broadcast on the channels NCCL gives one send of 1 MiB.
   auto sweep_check = [&](int machines, double bound, bool run_it, const std::string& skip_reason, Sweep* s) {
     const int n = machines * kGpusPerMachine;
     CheckResult c;
@@ -721,17 +745,18 @@ std::vector<CheckResult> check_lab02(const LabEnv& env, const std::function<void
     *s = run_sweep(env, so, machines, machines == 1, extra);
     c.seconds = s->seconds;
     double ref = 0;
+    int channels = 0;
     std::string error;
     if (!s->exact) {
       c.detail = s->run.detail;
       c.hint = s->run.hint;
-    } else if (!reference_time(machines, &ref, &error)) {
+    } else if (!send_channels(machines, &channels, &error) || !reference_time(machines, channels, &ref, &error)) {
       c.detail = "cclab sim failed: " + error;
       c.hint = "this is not your code's fault: check the cclab build";
     } else {
       const double ratio = s->best_us / ref;
       c.passed = ratio <= bound;
-      c.detail = sweep_summary(*s, ref, machines) + ": " + format_double(ratio, 2) + "x (at most " +
+      c.detail = sweep_summary(*s, ref, machines, channels) + ": " + format_double(ratio, 2) + "x (at most " +
                  format_double(bound, 2) + "x)";
       if (!c.passed) c.hint = sweep_hint(*s);
     }

@@ -1,0 +1,105 @@
+// runtime/graph/p2p_channels.cc - NCCL 2.28.9's point-to-point channel counts on a machine model.
+#include "graph/p2p_channels.h"
+
+#include <algorithm>
+#include <set>
+
+namespace cclab {
+
+namespace {
+
+int pow2_up(int v) {
+  int p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+// getLocalNetCountByBw (src/graph/topo.cc): how many of the GPU's nearest NICs it takes to match the
+// bandwidth of the GPU's link to a CPU. A GPU behind a PCIe switch (every NVSwitch preset) has no link
+// to a CPU: 0, as in NCCL.
+int local_net_count_by_bw(const Topology& topo, int gpu) {
+  double gpu_bw = 0;
+  for (const TopoLink& l : topo.links)
+    if (l.from == gpu && topo.nodes[l.to].type == TopoNodeType::kCpu) gpu_bw = l.model_bw;
+  if (gpu_bw <= 0) return 0;
+  // ncclTopoGetLocal: the NICs of the GPU's machine with the best path type, widest first.
+  std::vector<int> nets = topo.nets(topo.nodes[gpu].machine);
+  int best = static_cast<int>(PathType::kDis);
+  for (int n : nets) best = std::min(best, static_cast<int>(topo.path(gpu, n).type));
+  std::vector<double> bws;
+  for (int n : nets)
+    if (static_cast<int>(topo.path(gpu, n).type) == best) bws.push_back(topo.path(gpu, n).bw);
+  std::sort(bws.rbegin(), bws.rend());
+  double total = 0;
+  int count = 0;
+  for (size_t i = 0; i < bws.size() && total < gpu_bw; ++i, ++count) total += bws[i];
+  return count;
+}
+
+}  // namespace
+
+P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu, int nchannels, int buff_bytes,
+                         const P2pParams& params, std::string* why) {
+  P2pChannels pc;
+  const int nranks = static_cast<int>(rank_gpu.size());
+  // p2pnChannels = min(nChannels, NCCL_MAX_P2P_NCHANNELS), at least NCCL_MIN_P2P_NCHANNELS.
+  int p2p = std::max(std::min(nchannels, params.max_channels), params.min_channels);
+  // ncclTopoGetNchannels for every GPU of a machine holding ranks (NCCL loops over its own machine's
+  // GPUs; the machines of a model are alike, so every rank comes to the same minimum) and every rank:
+  // another GPU of the machine over NVLink 2 x max(1, path bandwidth / one NVLink's), else 2; a GPU of
+  // another machine max(NICs by bandwidth, 2 halved while 2 x nranks > 4 x p2pnChannels), or
+  // NCCL_NCHANNELS_PER_NET_PEER.
+  int min_ch = p2p;
+  std::set<int> machines;
+  for (int g : rank_gpu)
+    if (g >= 0) machines.insert(topo.nodes[g].machine);
+  const int m0 = machines.empty() ? 0 : *machines.begin();
+  bool all_nvlink = true;
+  const char* limit = "the collective channels";
+  for (int g : rank_gpu) {
+    if (g < 0 || topo.nodes[g].machine != m0) continue;
+    for (int r = 0; r < nranks; ++r) {
+      const int q = rank_gpu[r];
+      if (q < 0 || q == g) continue;
+      int n;
+      if (topo.nodes[q].machine == m0) {
+        const TopoPath& p = topo.path(g, q);
+        if (p.type == PathType::kNvl) {
+          n = 2 * std::max(1, static_cast<int>(p.bw / nvlink_model_bw(topo.nodes[g].sm)));
+        } else {
+          n = 2;
+          all_nvlink = false;
+        }
+        if (n < min_ch) limit = p.type == PathType::kNvl ? "NVLink peers" : "PCIe/SHM peers";
+      } else if (params.net_per_peer > 0) {
+        n = params.net_per_peer;
+        if (n < min_ch) limit = "NCCL_NCHANNELS_PER_NET_PEER";
+      } else {
+        int nmax = 2;
+        while (nmax * nranks > p2p * 4 && nmax > 1) nmax /= 2;
+        n = std::max(local_net_count_by_bw(topo, g), nmax);
+        if (n < min_ch) limit = "network peers";
+      }
+      min_ch = std::min(min_ch, n);
+    }
+  }
+  // Powers of two (the channel of a part is a mask); NCCL then caps p2pnChannels by what a launch's
+  // arguments hold (4 KiB: 128 and more channels, above MAXCHANNELS = 64).
+  pc.per_peer = pow2_up(min_ch);
+  pc.nchannels = std::min(pow2_up(p2p), 64);
+  pc.per_peer = std::min(pc.per_peer, pc.nchannels);
+  pc.multi_node = machines.size() > 1;
+  // p2pChunkSize (src/init.cc): several machines NET 128 KiB, one all-NVLink machine 512 KiB, else
+  // PCI 128 KiB; at most a Simple FIFO slot (NCCL_BUFFSIZE / NCCL_STEPS).
+  int chunk = pc.multi_node ? params.net_chunk : all_nvlink ? params.nvl_chunk : params.pci_chunk;
+  if (buff_bytes > 0 && chunk > buff_bytes / kNcclSteps) chunk = buff_bytes / kNcclSteps;
+  pc.chunk_bytes = static_cast<size_t>(chunk);
+  if (why != nullptr)
+    *why = std::to_string(pc.nchannels) + " p2p channels (" + std::to_string(nchannels) + " collective channels, to a power of 2), " +
+           std::to_string(pc.per_peer) + " per peer (" + (min_ch == p2p ? "the collective channels" : limit) +
+           "), chunk " + std::to_string(pc.chunk_bytes >> 10) + " KiB (" +
+           (pc.multi_node ? "network" : all_nvlink ? "NVLink" : "PCIe") + ")";
+  return pc;
+}
+
+}  // namespace cclab
