@@ -100,10 +100,19 @@ Calibration make_default() {
       "fitted: the part of NCCL 2.28.9 tuning.cc baseLat (Ring LL 6.6 / LL128 14.0 "
       "/ Simple 8.4 us, Tree 6.8 / 14.0 / 8.4) that is not step latency: kernel launch, the "
       "channels' first loads and the completion seen by the host stream, ~4 us";
-  c.loop_share_source = "provisional";
-  c.host_issue_us = 0;
+  c.loop_share_source =
+      "1, the SM's copy rate: no public curve of the whole size range supports another value on every GPU "
+      "(an A100-only fit wants LL128 0.24 with a Simple step overhead of 3.7 us, which the H200 16 GiB points "
+      "refuse; there is no public H100 Ring curve at mid sizes: docs/simulator.md, Accuracy)";
+  c.host_issue_us = 5.66;
   c.host_issue_per_channel_us = 0;
-  c.host_issue_source = "provisional";
+  c.host_issue_source =
+      "fitted (bench/sim_accuracy.sh --fit: 5.66 us, 16 evaluations) on the public nccl-tests curves of "
+      "bench/sim_accuracy/: two 8x A100 curves run with -g 8 (stas00/ml-engineering; Azure ND A100 v4) are flat "
+      "at 42-45 us up to ~128 KiB, 8 GPUs x ~5.5 us, one thread issuing every iteration on all 8 (EPYC hosts); "
+      "leaving either out, the other gives 5.5 or 8 us. Per channel: 0, the newer NCCL's (the two curves want "
+      "0.3 and 0.04 us; fitting it lowers the geomean error but doubles the worst point, docs/simulator.md, "
+      "Accuracy); without -g the host hides behind the GPUs (a ring step alone takes longer)";
   return c;
 }
 

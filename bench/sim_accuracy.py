@@ -1,0 +1,313 @@
+#!/usr/bin/env python3
+"""bench/sim_accuracy.py - `cclab sim` against public, measured NCCL results (issue 23, item 1).
+
+Data (bench/sim_accuracy/):
+  measured.csv   one row per measured point: curve, system, ..., size_bytes, time_us, busbw_gbs, source
+  curves.csv     how each curve is simulated: curve, topo (a cclab preset[:N]), flags (cclab sim flags,
+                 e.g. "--algo ring"), min_bytes, max_bytes (the sizes judged; outside them the curve ran
+                 an algorithm the simulator does not model, e.g. NVLS), use (fit / check / skip), note
+  SOURCES.md     where every curve comes from
+
+Error of a point: simulated time / measured time - 1 (+: the simulator is slower, its busbw lower).
+|error| per curve and overall: the geometric mean of |error| (each floored at 0.1%), as ASTRA-sim
+reports it, and the largest |error|.
+
+Modes:
+  --check            the built-in calibration (cclab sim's own constants) on every curve: the in-sample
+                     table. With --max-geomean G / --max-point M: exit 1 when exceeded (the ctest).
+  --fit              fit the constants named in FIT below on the 'fit' curves, starting from their priors
+  --loo              leave one curve out: for each 'fit' curve, fit on the others, judge on it
+  (default: --check, then --loo)
+
+The fit minimises the mean over curves of the mean over a curve's points of abs(log(sim/measured)) with a
+pattern search in log space (no numpy needed); every evaluation runs cclab sim with --calib.
+"""
+import argparse
+import concurrent.futures
+import csv
+import io
+import math
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "sim_accuracy")
+
+# The constants a fit may move: name (as `cclab sim --calibration` prints it) -> prior (the value the
+# constant has from its sources alone, before any fit), lower and upper bound. Defined in
+# sim/calibration.cc, with the sources; a fit's result is copied there by hand, with the command.
+CANDIDATES = {
+    # NVLink payload share; prior: NVLink packet overhead (header/CRC flits around up to 256 B of data)
+    "efficiency.nvlink": (0.85, 0.5, 1.0),
+    # The host's cost of issuing one collective on one GPU; prior: a cudaLaunchKernel and NCCL's enqueue,
+    # a few us; and per channel, a work record per channel, ~0.1 us
+    "host_issue": (4.0, 0.1, 40.0),
+    "host_issue.per_channel": (0.1, 0.001, 5.0),
+    # Kernel launch and completion; prior: NCCL's baseLat minus its steps (sim/calibration.cc)
+    "launch": (4.0, 0.5, 40.0),
+    # Per-step overheads; priors: below NCCL tuning.cc's hwLat[NVLINK] Ring LL .6 / LL128 1.9 / Simple 3.4
+    "step_overhead.LL": (0.6, 0.05, 10.0),
+    "step_overhead.LL128": (1.0, 0.05, 20.0),
+    "step_overhead.Simple": (2.0, 0.05, 40.0),
+    # A protocol's data loop at a share of the SM's copy rate; prior: the copy rate
+    "loop_share.LL": (1.0, 0.01, 1.0),
+    "loop_share.LL128": (1.0, 0.01, 1.0),
+    "loop_share.Simple": (1.0, 0.01, 1.0),
+}
+# What --fit and --loo fit unless --fit-names says otherwise: the host's issue cost alone. The others stay
+# as sim/calibration.cc has them (efficiency.nvlink was set there from the large-size figures of
+# ../shared/reference/calibration.md, close relatives of this data set's 16 GiB points: --fit-names
+# efficiency.nvlink,host_issue refits it too; per channel, step overheads and loop shares: see
+# docs/simulator.md, "Accuracy", for what fitting them does in and out of sample).
+DEFAULT_FIT = ["host_issue"]
+FIT = [(n,) + CANDIDATES[n] for n in DEFAULT_FIT]
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(row for row in f if not row.startswith("#"))]
+
+
+# nccl-tests' busbw factor (busbw = algbw x factor) for n ranks.
+def bus_factor(coll, n):
+    return {"all_reduce": 2.0 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n,
+            "alltoall": (n - 1) / n}.get(coll, 1.0)
+
+
+def load():
+    rows = read_csv(os.path.join(DATA, "measured.csv"))
+    curves = []
+    for c in read_csv(os.path.join(DATA, "curves.csv")):
+        lo, hi = float(c["min_bytes"]), float(c["max_bytes"])
+        pts = []
+        for p in rows:
+            if p["curve"] != c["source"] or p["collective"] != c["collective"]:
+                continue
+            if c["nvls"] != "any" and p["nvls"] != c["nvls"]:
+                continue
+            b, n = int(p["size_bytes"]), int(p["gpus"])
+            if not (lo <= b <= hi) or b == 0:
+                continue
+            derived = not p["time_us"]
+            if derived:  # time from busbw with nccl-tests' formulas: algbw = busbw / factor, time = bytes / algbw
+                t = b / (float(p["busbw_gbs"]) / bus_factor(p["collective"], n) * 1e3)
+            else:
+                t = float(p["time_us"])
+            pts.append({"bytes": b, "ranks": n, "time": t, "derived": derived})
+        if not pts:
+            sys.exit(f"sim_accuracy: curves.csv's '{c['curve']}' selects no row of measured.csv")
+        pts.sort(key=lambda x: (x["ranks"], x["bytes"]))
+        first = next(p for p in rows if p["curve"] == c["source"])
+        curves.append({"id": c["curve"], "topo": c["topo"], "flags": c["flags"].split(), "use": c["use"],
+                       "note": c["note"], "points": pts, "collective": c["collective"], "system": first["system"]})
+    return curves
+
+
+def calib_arg(values):
+    return ",".join(f"{k}={v:.6g}" for k, v in sorted(values.items()))
+
+
+def sizes_runs(sizes):
+    """Groups sizes into cclab sim invocations: (min, max) sweeps with factor 2 where possible."""
+    runs, cur = [], [sizes[0]]
+    for s in sizes[1:]:
+        if s == cur[-1] * 2:
+            cur.append(s)
+        else:
+            runs.append((cur[0], cur[-1]))
+            cur = [s]
+    runs.append((cur[0], cur[-1]))
+    return runs
+
+
+def simulate(cclab, curve, values):
+    """Simulated row per (ranks, size) of one curve."""
+    out = {}
+    by_ranks = {}
+    for p in curve["points"]:
+        by_ranks.setdefault(p["ranks"], []).append(p["bytes"])
+    for ranks, sizes in by_ranks.items():
+        for lo, hi in sizes_runs(sorted(set(sizes))):
+            # -g G (GPUs per thread) in the flags: the ranks are nprocs x G, as nccl-tests counts them.
+            flags = curve["flags"]
+            g = int(flags[flags.index("-g") + 1]) if "-g" in flags else 0
+            if g and ranks % g:
+                sys.exit(f"sim_accuracy: {curve['id']}: {ranks} ranks is not a multiple of -g {g}")
+            who = ["--nprocs", str(ranks // g)] if g else ["--ranks", str(ranks)]
+            cmd = [cclab, "sim", curve["collective"], "--topo", curve["topo"]] + who + ["-b", str(lo),
+                   "-e", str(hi), "-f", "2", "--csv", "-", "--no-progress", "--step-limit", "20000"] + flags
+            if values:
+                cmd += ["--calib", calib_arg(values)]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"sim_accuracy: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
+            for r in csv.DictReader(io.StringIO(p.stdout)):
+                out[(ranks, int(r["bytes"]))] = {"time": float(r["time_us"]), "algo": r["algo"], "proto": r["proto"],
+                                                 "nch": r["nchannels"]}
+    return out
+
+
+def evaluate(cclab, curves, values, jobs):
+    """Per curve: [(point, simulated row)]."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        sims = list(ex.map(lambda c: simulate(cclab, c, values), curves))
+    res = []
+    for c, s in zip(curves, sims):
+        rows = []
+        for p in c["points"]:
+            key = (p["ranks"], p["bytes"])
+            if key not in s:
+                sys.exit(f"sim_accuracy: cclab sim printed no row for {p['bytes']} B on {p['ranks']} ranks ({c['id']})")
+            rows.append((p, s[key]))
+        res.append(rows)
+    return res
+
+
+def err(sim, meas):
+    return sim / meas - 1.0
+
+
+def geomean_abs(errs):
+    if not errs:
+        return float("nan")
+    return math.exp(sum(math.log(max(abs(e), 1e-3)) for e in errs) / len(errs))
+
+
+def loss(results):
+    # Mean over curves of the mean abs(log(sim / measured)) of their points: every curve weighs the same, and
+    # (unlike a squared error) a few far points, which no constant here can fix, do not steer the fit.
+    per = [sum(abs(math.log(s["time"] / p["time"])) for p, s in rows) / len(rows) for rows in results]
+    return sum(per) / len(per)
+
+
+def fit(cclab, curves, jobs, log=print):
+    """Pattern search over FIT in log space, from the priors. Returns {name: value}."""
+    if not FIT:
+        return {}
+    x = {n: p for n, p, _, _ in FIT}
+    bounds = {n: (lo, hi) for n, _, lo, hi in FIT}
+    seen = {}
+
+    def loss_at(v):
+        key = calib_arg(v)
+        if key not in seen:
+            seen[key] = loss(evaluate(cclab, curves, v, jobs))
+            print(f"#     loss {seen[key]:.5f} at {key}", file=sys.stderr, flush=True)
+        return seen[key]
+
+    best = loss_at(x)
+    evals = 1
+    step = math.log(2.0)
+    while step > math.log(1.02):
+        improved = False
+        for n, _, _, _ in FIT:
+            for sgn in (+1, -1):
+                lo, hi = bounds[n]
+                cand = dict(x)
+                v = x[n] if x[n] > 0 else lo
+                cand[n] = min(hi, max(lo, v * math.exp(sgn * step)))
+                if cand[n] == x[n]:
+                    continue
+                l = loss_at(cand)
+                evals += 1
+                if l < best:
+                    best, x, improved = l, cand, True
+                    break
+        if not improved:
+            step /= 2
+    log(f"#   fit: {evals} evaluations, loss {best:.5f}: {calib_arg(x)}")
+    return x
+
+
+def table(curves, results, title, show_points=True):
+    """Prints the points and the per-curve summary; returns (geomean, max) over the fit and check curves."""
+    print(f"# {title}")
+    print("#")
+    if show_points:
+        print(f"# {'curve':<26} {'ranks':>5} {'size':>12} {'measured':>10} {'cclab sim':>10} {'error':>8}  algo/proto/nch")
+    judged, summary = [], []
+    for c, rows in zip(curves, results):
+        errs = []
+        for p, s in rows:
+            e = err(s["time"], p["time"])
+            errs.append(e)
+            if show_points:
+                print(f"  {c['id']:<26} {p['ranks']:>5} {p['bytes']:>12} {p['time']:>10.2f}{'*' if p['derived'] else ' '}"
+                      f"{s['time']:>10.2f} {100 * e:>+7.1f}%  {s['algo']}/{s['proto']}/{s['nch']}")
+        if c["use"] != "other":
+            judged += errs
+        summary.append((c, geomean_abs(errs), max(abs(e) for e in errs), len(errs)))
+    if show_points:
+        print("#   * measured time derived from the printed busbw with nccl-tests' formula")
+        print("#")
+    print(f"# {'curve':<26} {'use':<6} {'points':>6} {'geomean|err|':>12} {'max|err|':>9}  system")
+    for c, g, mx, n in summary:
+        print(f"  {c['id']:<26} {c['use']:<6} {n:>6} {100 * g:>11.1f}% {100 * mx:>8.1f}%  {c['system']}")
+    g = geomean_abs(judged) if judged else float("nan")
+    mx = max((abs(e) for e in judged), default=float("nan"))
+    print(f"  {'overall (fit + check)':<26} {'':<6} {len(judged):>6} {100 * g:>11.1f}% {100 * mx:>8.1f}%")
+    print("#")
+    return g, mx
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cclab", default=os.path.join(os.environ.get("BUILD", "build"), "runtime/cli/cclab"))
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--fit", action="store_true")
+    ap.add_argument("--loo", action="store_true")
+    ap.add_argument("--curves", default="", help="comma-separated curve ids (default: all)")
+    ap.add_argument("--max-geomean", type=float, default=0, help="--check: fail above this geomean |error| (%%)")
+    ap.add_argument("--max-point", type=float, default=0, help="--check: fail above this |error| of a point (%%)")
+    ap.add_argument("--fit-names", default=",".join(DEFAULT_FIT),
+                    help="the constants --fit/--loo fit, from: " + ", ".join(CANDIDATES))
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    global FIT
+    names = [n for n in a.fit_names.split(",") if n]
+    for n in names:
+        if n not in CANDIDATES:
+            sys.exit(f"sim_accuracy: --fit-names: '{n}' is not one of {', '.join(CANDIDATES)}")
+    FIT = [(n,) + CANDIDATES[n] for n in names]
+    if not (a.check or a.fit or a.loo):
+        a.check = a.loo = True
+    if not os.access(a.cclab, os.X_OK):
+        sys.exit(f"sim_accuracy: no cclab at {a.cclab} (build it, or --cclab PATH / BUILD=DIR)")
+    curves = load()
+    if a.curves:
+        want = a.curves.split(",")
+        curves = [c for c in curves if c["id"] in want]
+    t0 = time.time()
+    rc = 0
+    if a.check:
+        res = evaluate(a.cclab, curves, {}, a.jobs)
+        g, mx = table(curves, res, "in sample: cclab sim's built-in calibration (sim/calibration.cc)")
+        if a.max_geomean and 100 * g > a.max_geomean:
+            print(f"sim_accuracy: FAIL: overall geomean |error| {100 * g:.1f}% > {a.max_geomean}%")
+            rc = 1
+        if a.max_point and 100 * mx > a.max_point:
+            print(f"sim_accuracy: FAIL: largest |error| {100 * mx:.1f}% > {a.max_point}%")
+            rc = 1
+    fitted = [c for c in curves if c["use"] == "fit"]
+    if a.fit:
+        x = fit(a.cclab, fitted, a.jobs)
+        res = evaluate(a.cclab, curves, x, a.jobs)
+        table(curves, res, f"in sample, fitted on every 'fit' curve: --calib {calib_arg(x)}")
+    if a.loo:
+        if not FIT:
+            print("# leave one curve out: no constant is fitted (FIT is empty), so it equals the in-sample table")
+        held = []
+        for c in fitted:
+            others = [o for o in fitted if o is not c]
+            x = fit(a.cclab, others, a.jobs, log=lambda s, c=c: print(s + f"  (without {c['id']})"))
+            held.append(evaluate(a.cclab, [c], x, a.jobs)[0])
+        if fitted:
+            table(fitted, held, "leave one curve out: each curve judged with constants fitted on the others")
+    print(f"# {time.time() - t0:.0f} s")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
