@@ -101,9 +101,10 @@ Calibration make_default() {
       "/ Simple 8.4 us, Tree 6.8 / 14.0 / 8.4) that is not step latency: kernel launch, the "
       "channels' first loads and the completion seen by the host stream, ~4 us";
   c.loop_share_source =
-      "1, the SM's copy rate: no public curve of the whole size range supports another value on every GPU "
-      "(an A100-only fit wants LL128 0.24 with a Simple step overhead of 3.7 us, which the H200 16 GiB points "
-      "refuse; there is no public H100 Ring curve at mid sizes: docs/simulator.md, Accuracy)";
+      "1, the SM's copy rate: no public curve supports another value on every GPU (fitting the GPU side on "
+      "bench/sim_accuracy/ gives LL128 0.23 with LL128 steps of 2.8 us: A100's LL128 sizes fit, its Simple "
+      "sizes move further off, and no public H100 Ring curve covers the mid sizes: docs/simulator.md, "
+      "Accuracy)";
   c.host_issue_us = 5.66;
   c.host_issue_per_channel_us = 0;
   c.host_issue_source =
