@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Flow level against step level over a generated set (docs/simulator.md, "Levels").
+
+Every preset of `cclab topo --list`, on each machine count of --machines, every collective of
+COLLS with ring (and tree for all_reduce, the only collective NCCL runs as a tree), at the sizes
+-b .. -e (factor 8): `cclab sim --level step` and `--level flow`, busbw compared. Prints every
+combination whose flow busbw differs from step's by more than --tol, worst first, then a summary;
+exits 1 when any does (issue 23, item 6: the goal is none at 2%).
+
+    bench/flow_vs_step.py [--cclab build/runtime/cli/cclab] [--machines 1,2,3] [-b 1M] [-e 64M] [--tol 0.02]
+"""
+import argparse, csv, io, itertools, subprocess, sys, time
+
+COLLS = [('all_reduce', 'ring'), ('all_reduce', 'tree'), ('all_gather', 'ring'),
+         ('reduce_scatter', 'ring'), ('broadcast', 'ring'), ('reduce', 'ring')]
+
+
+def presets(cclab):
+    out = subprocess.run([cclab, 'topo', '--list'], capture_output=True, text=True, check=True).stdout
+    return [l.split(':')[0] for l in out.splitlines() if l[:1].isalpha() and ':' in l]
+
+
+def run(cclab, coll, topo, algo, level, b, e):
+    out = subprocess.run([cclab, 'sim', coll, '--topo', topo, '-b', b, '-e', e, '-f', '8', '--algo', algo,
+                          '--level', level, '--csv', '-', '--no-progress'], capture_output=True, text=True)
+    rows = list(csv.DictReader(io.StringIO('\n'.join(l for l in out.stdout.splitlines() if not l.startswith('#')))))
+    if out.returncode != 0 or not rows:
+        sys.exit(f'cclab sim {coll} --topo {topo} --algo {algo} --level {level} failed: {out.stderr.strip()[:300]}')
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--cclab', default='build/runtime/cli/cclab')
+    ap.add_argument('--machines', default='1,2,3')
+    ap.add_argument('-b', default='1M')
+    ap.add_argument('-e', default='64M')
+    ap.add_argument('--tol', type=float, default=0.02)
+    a = ap.parse_args()
+    t0 = time.time()
+    points = []
+    for p, m, (coll, algo) in itertools.product(presets(a.cclab), [int(x) for x in a.machines.split(',')], COLLS):
+        topo = f'{p}:{m}'
+        step = run(a.cclab, coll, topo, algo, 'step', a.b, a.e)
+        flow = run(a.cclab, coll, topo, algo, 'flow', a.b, a.e)
+        for s, f in zip(step, flow):
+            d = float(f['busbw']) / float(s['busbw']) - 1
+            points.append((abs(d), topo, coll, algo, int(s['bytes']), s['proto'], s['nchannels'],
+                           float(s['busbw']), float(f['busbw']), d))
+    points.sort(reverse=True)
+    bad = [q for q in points if q[0] > a.tol]
+    print(f'# {"model":<22} {"collective":<14} {"algo":<4} {"bytes":>9} {"proto":<6} {"nch":>3} '
+          f'{"step GB/s":>9} {"flow GB/s":>9} {"flow/step":>9}')
+    for q in bad:
+        print(f'  {q[1]:<22} {q[2]:<14} {q[3]:<4} {q[4]:>9} {q[5]:<6} {q[6]:>3} {q[7]:>9.2f} {q[8]:>9.2f} {q[9]*100:>+8.2f}%')
+    print(f'# {len(points)} points, {len(bad)} beyond {a.tol*100:g}%, worst {points[0][9]*100:+.2f}% '
+          f'({points[0][1]} {points[0][2]} {points[0][3]} {points[0][4]} B), {time.time()-t0:.1f} s wall')
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
