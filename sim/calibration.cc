@@ -152,51 +152,30 @@ const GpuModel& Calibration::gpu(int sm) const {
   return best != nullptr ? *best : *smallest;
 }
 
-std::string Calibration::describe() const {
-  std::string s;
-  char head[160];
-  snprintf(head, sizeof head, "%-34s %10s  %-6s %s\n", "constant", "value", "unit", "source");
-  s += head;
-  std::vector<const GpuModel*> sorted;
-  for (const GpuModel& g : gpus) sorted.push_back(&g);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const GpuModel* a, const GpuModel* b) { return a->sm < b->sm; });
-  for (const GpuModel* g : sorted) {
-    const std::string base = "gpu.sm" + std::to_string(g->sm) + " (" + g->name + ")";
-    add_line(&s, base + ".sms", std::to_string(g->sms), "SMs", g->source);
-    add_line(&s, base + ".sm_copy", fmt_num(g->sm_copy_gbs), "GB/s", g->source);
-    add_line(&s, base + ".tflops", fmt_num(g->tflops), "TFLOP/s", g->tflops_source);
-  }
-  const LinkEfficiency& e = efficiency;
-  add_line(&s, "efficiency.nvlink (NVL, C2C)", fmt_num(e.nvlink), "x", e.nvlink_source);
-  add_line(&s, "efficiency.pcie (PCI)", fmt_num(e.pcie), "x", e.pcie_source);
-  add_line(&s, "efficiency.sys (SYS)", fmt_num(e.sys), "x", e.sys_source);
-  add_line(&s, "efficiency.net (NET)", fmt_num(e.net), "x", e.net_source);
-  add_line(&s, "efficiency.loc (LOC)", fmt_num(e.loc), "x",
-           "a node's internal hop (NIC function to its port): no protocol overhead");
-  const char* const protos[3] = {"LL", "LL128", "Simple"};
-  for (int p = 0; p < 3; ++p) {
-    add_line(&s, std::string("step_overhead.") + protos[p], fmt_num(step_overhead_us[p]), "us",
-             step_overhead_source);
-  }
-  for (int p = 0; p < 3; ++p) {
-    add_line(&s, std::string("loop_share.") + protos[p], fmt_num(loop_share[p]), "x", loop_share_source);
-  }
-  add_line(&s, "launch", fmt_num(launch_us), "us", launch_source);
-  add_line(&s, "host_issue", fmt_num(host_issue_us), "us", host_issue_source);
-  add_line(&s, "host_issue.per_channel", fmt_num(host_issue_per_channel_us), "us", host_issue_source);
-  return s;
-}
-
 namespace {
 
-// One settable constant: its name, where it lives, and the values it may take.
+// One constant of the table: its name as describe() prints it (set() and names() drop the part in
+// parentheses), unit and source, where it lives, and the values set() accepts. The one list of the
+// constants: the table, set() and names() all walk it.
 struct Knob {
-  std::string name;
+  std::string label;       // "gpu.sm90 (H100 SXM).sms", "efficiency.nvlink (NVL, C2C)", "launch"
+  const char* unit;
+  std::string source;
   double* real = nullptr;  // or
   int* whole = nullptr;
   double lo = 0, hi = 0;   // inclusive bounds
+  double value() const { return whole != nullptr ? *whole : *real; }
 };
+
+// "gpu.sm90 (H100 SXM).sms" -> "gpu.sm90.sms": the label without its part in parentheses.
+std::string bare_name(std::string label) {
+  const size_t paren = label.find(" (");
+  if (paren != std::string::npos) {
+    const size_t close = label.find(')', paren);
+    label.erase(paren, close == std::string::npos ? std::string::npos : close + 1 - paren);
+  }
+  return label;
+}
 
 std::vector<Knob> knobs(Calibration* c) {
   std::vector<Knob> k;
@@ -204,23 +183,27 @@ std::vector<Knob> knobs(Calibration* c) {
   for (GpuModel& g : c->gpus) sorted.push_back(&g);
   std::stable_sort(sorted.begin(), sorted.end(), [](const GpuModel* a, const GpuModel* b) { return a->sm < b->sm; });
   for (GpuModel* g : sorted) {
-    const std::string base = "gpu.sm" + std::to_string(g->sm);
-    k.push_back({base + ".sms", nullptr, &g->sms, 1, 1024});
-    k.push_back({base + ".sm_copy", &g->sm_copy_gbs, nullptr, 1e-3, 1e5});
-    k.push_back({base + ".tflops", &g->tflops, nullptr, 1e-3, 1e6});
+    const std::string base = "gpu.sm" + std::to_string(g->sm) + " (" + g->name + ")";
+    k.push_back({base + ".sms", "SMs", g->source, nullptr, &g->sms, 1, 1024});
+    k.push_back({base + ".sm_copy", "GB/s", g->source, &g->sm_copy_gbs, nullptr, 1e-3, 1e5});
+    k.push_back({base + ".tflops", "TFLOP/s", g->tflops_source, &g->tflops, nullptr, 1e-3, 1e6});
   }
   LinkEfficiency& e = c->efficiency;
-  k.push_back({"efficiency.nvlink", &e.nvlink, nullptr, 1e-3, 1});
-  k.push_back({"efficiency.pcie", &e.pcie, nullptr, 1e-3, 1});
-  k.push_back({"efficiency.sys", &e.sys, nullptr, 1e-3, 1});
-  k.push_back({"efficiency.net", &e.net, nullptr, 1e-3, 1});
-  k.push_back({"efficiency.loc", &e.loc, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.nvlink (NVL, C2C)", "x", e.nvlink_source, &e.nvlink, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.pcie (PCI)", "x", e.pcie_source, &e.pcie, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.sys (SYS)", "x", e.sys_source, &e.sys, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.net (NET)", "x", e.net_source, &e.net, nullptr, 1e-3, 1});
+  k.push_back({"efficiency.loc (LOC)", "x", "a node's internal hop (NIC function to its port): no protocol overhead",
+               &e.loc, nullptr, 1e-3, 1});
   const char* const protos[3] = {"LL", "LL128", "Simple"};
-  for (int p = 0; p < 3; ++p) k.push_back({std::string("step_overhead.") + protos[p], &c->step_overhead_us[p], nullptr, 0, 1e6});
-  for (int p = 0; p < 3; ++p) k.push_back({std::string("loop_share.") + protos[p], &c->loop_share[p], nullptr, 1e-3, 1});
-  k.push_back({"launch", &c->launch_us, nullptr, 0, 1e6});
-  k.push_back({"host_issue", &c->host_issue_us, nullptr, 0, 1e6});
-  k.push_back({"host_issue.per_channel", &c->host_issue_per_channel_us, nullptr, 0, 1e6});
+  for (int p = 0; p < 3; ++p)
+    k.push_back({std::string("step_overhead.") + protos[p], "us", c->step_overhead_source, &c->step_overhead_us[p],
+                 nullptr, 0, 1e6});
+  for (int p = 0; p < 3; ++p)
+    k.push_back({std::string("loop_share.") + protos[p], "x", c->loop_share_source, &c->loop_share[p], nullptr, 1e-3, 1});
+  k.push_back({"launch", "us", c->launch_source, &c->launch_us, nullptr, 0, 1e6});
+  k.push_back({"host_issue", "us", c->host_issue_source, &c->host_issue_us, nullptr, 0, 1e6});
+  k.push_back({"host_issue.per_channel", "us", c->host_issue_source, &c->host_issue_per_channel_us, nullptr, 0, 1e6});
   return k;
 }
 
@@ -231,17 +214,23 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::string Calibration::describe() const {
+  std::string s;
+  char head[160];
+  snprintf(head, sizeof head, "%-34s %10s  %-6s %s\n", "constant", "value", "unit", "source");
+  s += head;
+  Calibration copy = *this;  // knobs() hands out pointers it may write through; describe() only reads
+  for (const Knob& k : knobs(&copy)) add_line(&s, k.label, fmt_num(k.value()), k.unit, k.source);
+  return s;
+}
+
 bool Calibration::set(const std::string& name, double value, std::string* error) {
-  std::string key = name;
-  const size_t paren = key.find(" (");  // describe()'s "gpu.sm90 (H100 SXM).sms", "efficiency.nvlink (NVL, C2C)"
-  if (paren != std::string::npos) {
-    const size_t close = key.find(')', paren);
-    key.erase(paren, close == std::string::npos ? std::string::npos : close + 1 - paren);
-  }
+  const std::string key = lower(bare_name(name));  // describe()'s label is accepted as printed
   for (const Knob& k : knobs(this)) {
-    if (lower(k.name) != lower(key)) continue;
+    const std::string kname = bare_name(k.label);
+    if (lower(kname) != key) continue;
     if (!std::isfinite(value) || value < k.lo || value > k.hi || (k.whole != nullptr && value != std::floor(value))) {
-      *error = "calibration constant " + k.name + ": value " + fmt_num(value) + " is out of range (" +
+      *error = "calibration constant " + kname + ": value " + fmt_num(value) + " is out of range (" +
                (k.whole != nullptr ? "a whole number " : "") + "from " + fmt_num(k.lo) + " to " + fmt_num(k.hi) + ")";
       return false;
     }
@@ -287,7 +276,7 @@ bool Calibration::apply(const std::string& assignments, std::string* error) {
 std::vector<std::string> Calibration::names() const {
   Calibration copy = *this;
   std::vector<std::string> out;
-  for (const Knob& k : knobs(&copy)) out.push_back(k.name);
+  for (const Knob& k : knobs(&copy)) out.push_back(bare_name(k.label));
   return out;
 }
 
