@@ -4,6 +4,7 @@
 #include "lab_cmd.h"
 
 #include "base/thread_barrier.h"
+#include "sim/sim.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -435,6 +436,17 @@ std::string describe_command(const CommandResult& r, double timeout_s) {
   if (r.timed_out) return "did not finish within " + format_double(timeout_s, 0) + " s";
   if (r.signal != 0) return "crashed with signal " + std::to_string(r.signal);
   return "exited with status " + std::to_string(r.exit_code);
+}
+
+bool simulate_one(const sim::SimConfig& cfg, sim::SimSizeResult* out, std::string* error) {
+  sim::SimResult res;
+  if (!sim::simulate(cfg, &res, error)) return false;
+  if (res.sizes.empty()) {
+    *error = "no result";
+    return false;
+  }
+  *out = res.sizes[0];
+  return true;
 }
 
 bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows) {

@@ -29,6 +29,11 @@
 #include "cclab/cclab.h"
 #include "nccl.h"
 
+namespace cclab::sim {
+struct SimConfig;
+struct SimSizeResult;
+}  // namespace cclab::sim
+
 namespace cclab::lab {
 
 constexpr int kLabExitOk = 0;
@@ -104,6 +109,10 @@ struct SimRow {
 };
 // The rows of `cclab sim --csv -` output (lines before its header are ignored); false when it has none.
 bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows);
+
+// Simulates `cfg` in this process (sim::simulate, the code of `cclab sim`) and gives the row of its first
+// size, the one a check asks for with min_bytes = max_bytes; false with *error.
+bool simulate_one(const sim::SimConfig& cfg, sim::SimSizeResult* out, std::string* error);
 
 // Compiles the student's C sources into a shared object `so_path` (cc -shared -fPIC -Wall, with
 // runtime/include, the lab folder and the student folder on the include path). The result's detail

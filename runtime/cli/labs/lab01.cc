@@ -449,14 +449,7 @@ bool reference_time(const std::string& algo, const std::string& proto, int max_c
   cfg.algo = algo;
   cfg.proto = proto;
   cfg.max_channels = max_channels;
-  sim::SimResult res;
-  if (!sim::simulate(cfg, &res, error)) return false;
-  if (res.sizes.empty()) {
-    *error = "no result";
-    return false;
-  }
-  *out = res.sizes[0];
-  return true;
+  return simulate_one(cfg, out, error);
 }
 
 // One step of NCCL's own point-to-point on the lab's model: every rank sends `bytes` to the next and
@@ -468,14 +461,7 @@ bool sendrecv_time(size_t bytes, sim::SimSizeResult* out, std::string* error) {
   cfg.coll = CollKind::kSendRecv;
   cfg.p2p = P2pPattern::kSendRecv;
   cfg.min_bytes = cfg.max_bytes = bytes;
-  sim::SimResult res;
-  if (!sim::simulate(cfg, &res, error)) return false;
-  if (res.sizes.empty()) {
-    *error = "no result";
-    return false;
-  }
-  *out = res.sizes[0];
-  return true;
+  return simulate_one(cfg, out, error);
 }
 
 // ---- The checks ---------------------------------------------------------------------------------------

@@ -531,13 +531,13 @@ bool send_channels(int machines, int* channels, std::string* error) {
   cfg.coll = CollKind::kSendRecv;
   cfg.p2p = P2pPattern::kSendRecv;
   cfg.min_bytes = cfg.max_bytes = kSimBytes;
-  sim::SimResult res;
-  if (!sim::simulate(cfg, &res, error)) return false;
-  if (res.sizes.empty() || res.sizes[0].nchannels < 1) {
+  sim::SimSizeResult r;
+  if (!simulate_one(cfg, &r, error)) return false;
+  if (r.nchannels < 1) {
     *error = "no result";
     return false;
   }
-  *channels = res.sizes[0].nchannels;
+  *channels = r.nchannels;
   return true;
 }
 
@@ -552,13 +552,9 @@ bool reference_time(int machines, int channels, double* us, std::string* error) 
   cfg.algo = "ring";
   cfg.proto = "simple";
   cfg.max_channels = channels;
-  sim::SimResult res;
-  if (!sim::simulate(cfg, &res, error)) return false;
-  if (res.sizes.empty()) {
-    *error = "no result";
-    return false;
-  }
-  *us = res.sizes[0].time_us;
+  sim::SimSizeResult r;
+  if (!simulate_one(cfg, &r, error)) return false;
+  *us = r.time_us;
   return true;
 }
 
