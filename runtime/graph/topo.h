@@ -107,6 +107,9 @@ struct TopoNode {
   CpuVendor vendor = CpuVendor::kUnknown;
   int familyid = 0, modelid = 0;
   std::string affinity;   // hex mask as in the XML; informational
+  uint64_t host_hash = 0; // the host this CPU belongs to (NCCL's <cpu host_hash>): CPUs of one machine
+                          // model are joined by SYS links only within one host (ncclTopoConnectCpus), so
+                          // a rack of hosts fused by multi-node NVLink (gb200-nvl72) keeps its trays apart
 
   // kPci / kGpu / kNic / kNvs: PCI identity, written back to XML as read
   int pci_class = 0;      // 0x060400 bridge, 0x030200 GPU, 0x020700 IB NIC, 0x068000 NVSwitch

@@ -6,10 +6,12 @@
 // Two bandwidths per link (topo.h): `bw` is the physical rate per direction, for the simulator;
 // `model_bw` is the number NCCL 2.28.9 would give the same link (src/graph/topo.h, topo.cc), for the
 // search and tuner:
-//   NVLink    model = links x SMxx_NVLINK_BW: sm80 20.0, sm86 12.0, sm90 20.6 (topo.h); physical 25 GB/s
-//             per NVLink3/4 link per direction (A100: 12 links = 600 GB/s bidirectional; H100: 18 links
-//             = 900 GB/s bidirectional, NVIDIA A100 / H100 datasheets), 14.0625 GB/s per link on the
-//             GA102 bridge (RTX A6000: 4 links = 112.5 GB/s bidirectional, RTX A6000 datasheet).
+//   NVLink    model = links x SMxx_NVLINK_BW: sm80 20.0, sm86 12.0, sm90 20.6, sm100 40.1 (topo.h);
+//             physical 25 GB/s per NVLink3/4 link per direction (A100: 12 links = 600 GB/s
+//             bidirectional; H100: 18 links = 900 GB/s bidirectional, NVIDIA A100 / H100 datasheets),
+//             50 GB/s per NVLink5 link per direction (B200: 18 links = 1.8 TB/s bidirectional, NVIDIA
+//             DGX B200 and GB200 NVL72 datasheets), 14.0625 GB/s per link on the GA102 bridge
+//             (RTX A6000: 4 links = 112.5 GB/s bidirectional, RTX A6000 datasheet).
 //   PCIe      model = width x speed / 80 with speed from NCCL's kvDictPciGen (x100 Mb/s per lane:
 //             Gen3 60, Gen4 120, Gen5 240; topo.cc ncclTopoAddPci): x16 Gen3 12, Gen4 24, Gen5 48 GB/s.
 //             Physical = the x16 signalling rate after 128b/130b encoding (PCI Express Base
@@ -39,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 #include "graph/topo.h"
 
@@ -50,6 +53,8 @@ constexpr double kNvlLinkBw = 25.0;          // NVLink3/NVLink4, GB/s per link p
 constexpr double kNvlSm80Model = 20.0;       // SM80_NVLINK_BW
 constexpr double kNvlSm86Model = 12.0;       // SM86_NVLINK_BW
 constexpr double kNvlSm90Model = 20.6;       // SM90_NVLINK_BW
+constexpr double kNvl5LinkBw = 50.0;         // NVLink5, GB/s per link per direction
+constexpr double kNvlSm100Model = 40.1;      // SM100_NVLINK_BW
 constexpr double kNvlBridgeSm86Bw = 14.0625; // GA102 NVLink bridge, GB/s per link per direction
 constexpr double kPciGen3Bw = 15.75, kPciGen3Model = 12.0;
 constexpr double kPciGen4Bw = 31.5, kPciGen4Model = 24.0;
@@ -75,12 +80,13 @@ class Machine {
  public:
   explicit Machine(Topology* t) : t_(t) {}
 
-  int cpu(CpuVendor vendor, int familyid, int modelid, const std::string& affinity) {
+  int cpu(CpuVendor vendor, int familyid, int modelid, const std::string& affinity,
+          CpuArch arch = CpuArch::kX86) {
     TopoNode n;
     n.type = TopoNodeType::kCpu;
     n.dev = ncpu_++;
     n.name = "m0.cpu" + std::to_string(n.dev);
-    n.arch = CpuArch::kX86;
+    n.arch = arch;
     n.vendor = vendor;
     n.familyid = familyid;
     n.modelid = modelid;
@@ -125,6 +131,10 @@ class Machine {
     n.name = "m0.nvs" + std::to_string(n.dev);
     n.pci_class = 0x068000;
     return t_->add_node(n);
+  }
+  // NVLink-C2C between a GPU and its CPU (Grace): model = physical, as NCCL reads it from NVML.
+  void c2c(int gpu, int cpu, int links, double bw) {
+    t_->connect(gpu, cpu, LinkType::kC2c, bw, kNvlLat, links, 0, bw);
   }
   void nvlink(int a, int b, int links, double per_link_bw, double per_link_model, int generation) {
     t_->connect(a, b, LinkType::kNvl, links * per_link_bw, kNvlLat, links, generation,
@@ -174,6 +184,50 @@ class Machine {
   int ncpu_ = 0, npci_ = 0, ngpu_ = 0, nnvs_ = 0, nnic_ = 0;
 };
 
+// ---- the DGX layout -------------------------------------------------------------------------------
+// DGX A100, H100 and B200 share one layout: 2 CPU sockets, 4 PCIe switches (2 per socket) each with
+// 2 GPUs and 2 single-port compute NICs (NIC d is GPU d's rail), and NVSwitch chips with a bundle of
+// NVLinks from every GPU to each chip. DgxSpec holds what differs.
+struct DgxSpec {
+  const char* name;
+  const char* description;
+  CpuVendor vendor;
+  int familyid, modelid;
+  const char* affinity[2];
+  int upi_links;
+  double upi_link_bw, sys_model;  // per link per direction (physical); NCCL's inter-CPU bandwidth
+  int gpu_bus[8], nic_bus[8], sw_bus[4];
+  int pci_gen, sm;
+  const char* gpu_device;
+  double nic_mbps;
+  const char* nic_device;
+  std::vector<int> nvlinks_per_switch;  // one entry per NVSwitch chip
+  double nvl_link_bw, nvl_link_model;
+  int nvl_generation;
+};
+
+void build_dgx(Topology* t, const DgxSpec& d) {
+  Machine m(t);
+  int cpu[2];
+  for (int c = 0; c < 2; ++c) cpu[c] = m.cpu(d.vendor, d.familyid, d.modelid, d.affinity[c]);
+  m.sys(cpu[0], cpu[1], d.upi_links * d.upi_link_bw, d.upi_links, d.sys_model);
+  int gpus[8];
+  for (int s = 0; s < 4; ++s) {
+    int sw = m.pci_switch(cpu[s / 2], d.sw_bus[s], d.pci_gen);
+    for (int k = 0; k < 2; ++k) gpus[2 * s + k] = m.gpu(sw, d.gpu_bus[2 * s + k], d.sm, d.pci_gen, d.gpu_device);
+    for (int k = 0; k < 2; ++k) m.nic(sw, d.nic_bus[2 * s + k], d.pci_gen, d.nic_mbps, d.nic_device);
+  }
+  std::vector<int> nvs;
+  for (size_t i = 0; i < d.nvlinks_per_switch.size(); ++i) nvs.push_back(m.nvswitch());
+  for (int g = 0; g < 8; ++g) {
+    for (size_t i = 0; i < nvs.size(); ++i) {
+      m.nvlink(gpus[g], nvs[i], d.nvlinks_per_switch[i], d.nvl_link_bw, d.nvl_link_model, d.nvl_generation);
+    }
+  }
+  t->name = d.name;
+  t->description = d.description;
+}
+
 // ---- dgx-a100 -------------------------------------------------------------------------------------
 // NVIDIA DGX A100 (DGX A100 User Guide; "NVIDIA DGX A100 System Architecture" whitepaper):
 // 8x A100-SXM4 (sm80), 6 second-generation NVSwitch, 12 NVLink3 links per GPU, 2 to each NVSwitch
@@ -207,27 +261,16 @@ const char kDgxA100[] =
     "            cpu0 ========= xGMI ========= cpu1              2x AMD EPYC 7742\n";
 
 void build_dgx_a100(Topology* t) {
-  Machine m(t);
-  int cpu[2];
-  cpu[0] = m.cpu(CpuVendor::kAmd, 0x17, 0x31, "ffffffff,ffffffff,00000000,00000000,ffffffff,ffffffff");
-  cpu[1] = m.cpu(CpuVendor::kAmd, 0x17, 0x31, "00000000,00000000,ffffffff,ffffffff,00000000,00000000");
-  m.sys(cpu[0], cpu[1], 4 * 32.0, 4, 16.0);
-  const int gpu_bus[8] = {0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd};
-  const int nic_bus[8] = {0x0c, 0x12, 0x4b, 0x54, 0x8d, 0x94, 0xba, 0xcc};
-  const int sw_bus[4] = {0x03, 0x43, 0x83, 0xb3};
-  int gpus[8];
-  for (int s = 0; s < 4; ++s) {
-    int sw = m.pci_switch(cpu[s / 2], sw_bus[s], 4);
-    for (int k = 0; k < 2; ++k) gpus[2 * s + k] = m.gpu(sw, gpu_bus[2 * s + k], 80, 4, "0x20b0");
-    for (int k = 0; k < 2; ++k) m.nic(sw, nic_bus[2 * s + k], 4, 200000, "0x101b");
-  }
-  int nvs[6];
-  for (int i = 0; i < 6; ++i) nvs[i] = m.nvswitch();
-  for (int g = 0; g < 8; ++g) {
-    for (int i = 0; i < 6; ++i) m.nvlink(gpus[g], nvs[i], 2, kNvlLinkBw, kNvlSm80Model, 3);
-  }
-  t->name = "dgx-a100";
-  t->description = "8x A100-SXM4, 6 NVSwitch, 8x HDR 200G, 2x EPYC 7742";
+  build_dgx(t, DgxSpec{"dgx-a100", "8x A100-SXM4, 6 NVSwitch, 8x HDR 200G, 2x EPYC 7742",
+                       CpuVendor::kAmd, 0x17, 0x31,
+                       {"ffffffff,ffffffff,00000000,00000000,ffffffff,ffffffff",
+                        "00000000,00000000,ffffffff,ffffffff,00000000,00000000"},
+                       4, 32.0, 16.0,
+                       {0x07, 0x0f, 0x47, 0x4e, 0x87, 0x90, 0xb7, 0xbd},
+                       {0x0c, 0x12, 0x4b, 0x54, 0x8d, 0x94, 0xba, 0xcc},
+                       {0x03, 0x43, 0x83, 0xb3},
+                       4, 80, "0x20b0", 200000, "0x101b",
+                       {2, 2, 2, 2, 2, 2}, kNvlLinkBw, kNvlSm80Model, 3});
 }
 
 // ---- dgx-h100 -------------------------------------------------------------------------------------
@@ -264,28 +307,133 @@ const char kDgxH100[] =
     "            cpu0 ========= UPI ========== cpu1              2x Xeon Platinum 8480C\n";
 
 void build_dgx_h100(Topology* t) {
+  build_dgx(t, DgxSpec{"dgx-h100", "8x H100-SXM5, 4 NVSwitch, 8x NDR 400G, 2x Xeon 8480C",
+                       CpuVendor::kIntel, 6, 0x8f,
+                       {"00000000,00ffffff,ffffffff,00000000,00ffffff,ffffffff",
+                        "ffffffff,ff000000,00000000,ffffffff,ff000000,00000000"},
+                       4, 32.0, 22.0,
+                       {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb},
+                       {0x19, 0x29, 0x3b, 0x5e, 0x9b, 0xaa, 0xbb, 0xdc},
+                       {0x15, 0x37, 0x97, 0xb7},
+                       5, 90, "0x2330", 400000, "0x1021",
+                       {5, 4, 4, 5}, kNvlLinkBw, kNvlSm90Model, 4});
+}
+
+// ---- dgx-b200 -------------------------------------------------------------------------------------
+// NVIDIA DGX B200 (DGX B200 User Guide, "Introduction to the NVIDIA DGX B200 System"): 8x B200
+// (sm100), 2 NVLink5 NVSwitch chips, 18 NVLink5 links per GPU, 9 to each chip (1.8 TB/s
+// bidirectional per GPU = 18 x 50 GB/s per direction; 14.4 TB/s for the system); 8 single-port
+// ConnectX-7 400 Gb/s compute NICs, 2 GPUs and 2 NICs per PCIe Gen5 switch (nvidia-smi topo on a
+// DGX B200: GPU0/1 PIX to NIC0/1, GPUs 0-3 and NICs 0-3 on NUMA node 0); 2x Intel Xeon Platinum 8570
+// (Emerald Rapids, family 6 model 0xCF: NCCL ERP_QPI_BW 40) joined by 4 UPI links at 20 GT/s
+// (4 x 40 GB/s per direction, Intel product specifications).
+// Not modelled: the 2 BlueField-3 DPUs (storage / in-band), NVMe.
+//
+//          nvs0 (9 links/GPU)           nvs1 (9 links/GPU)    NVLink5, 50 GB/s per link per
+//             \_________________________/                     direction; model 40.1 per link
+//     +------+------+------+------+------+------+------+     (18 links: 900 GB/s, model 721.8)
+//    gpu0   gpu1   gpu2   gpu3   gpu4   gpu5   gpu6   gpu7   B200, sm100
+//     |      |      |      |      |      |      |      |
+//     +-pci0-+      +-pci1-+      +-pci2-+      +-pci3-+     PCIe Gen5 x16 switches
+//     |      |      |      |      |      |      |      |
+//    nic0   nic1   nic2   nic3   nic4   nic5   nic6   nic7   ConnectX-7 400 Gb/s
+//    net0   net1   net2   net3   net4   net5   net6   net7   port d = rail d
+//         pci0 + pci1                pci2 + pci3
+//             cpu0 ========= UPI ========== cpu1              2x Xeon Platinum 8570
+const char kDgxB200[] =
+    "         nvs0 (9 links/GPU)           nvs1 (9 links/GPU)    NVLink5, 50 GB/s per link per\n"
+    "            \\_________________________/                     direction; model 40.1 per link\n"
+    "    +------+------+------+------+------+------+------+     (18 links: 900 GB/s, model 721.8)\n"
+    "   gpu0   gpu1   gpu2   gpu3   gpu4   gpu5   gpu6   gpu7   B200, sm100\n"
+    "    |      |      |      |      |      |      |      |\n"
+    "    +-pci0-+      +-pci1-+      +-pci2-+      +-pci3-+     PCIe Gen5 x16 switches\n"
+    "    |      |      |      |      |      |      |      |\n"
+    "   nic0   nic1   nic2   nic3   nic4   nic5   nic6   nic7   ConnectX-7 400 Gb/s\n"
+    "   net0   net1   net2   net3   net4   net5   net6   net7   port d = rail d\n"
+    "        pci0 + pci1                pci2 + pci3\n"
+    "            cpu0 ========= UPI ========== cpu1              2x Xeon Platinum 8570\n";
+
+void build_dgx_b200(Topology* t) {
+  build_dgx(t, DgxSpec{"dgx-b200", "8x B200, 2 NVSwitch, 8x ConnectX-7 400G, 2x Xeon 8570",
+                       CpuVendor::kIntel, 6, 0xcf,
+                       {"00000000,00ffffff,ffffffff,00000000,00ffffff,ffffffff",
+                        "ffffffff,ff000000,00000000,ffffffff,ff000000,00000000"},
+                       4, 40.0, 40.0,
+                       {0x1b, 0x43, 0x52, 0x61, 0x9d, 0xc3, 0xd1, 0xdf},
+                       {0x1a, 0x3c, 0x4d, 0x5c, 0x9a, 0xbc, 0xcc, 0xdc},
+                       {0x18, 0x4b, 0x98, 0xca},
+                       5, 100, "0x2901", 400000, "0x1021",
+                       {9, 9}, kNvl5LinkBw, kNvlSm100Model, 5});
+}
+
+// ---- gb200-nvl72 ----------------------------------------------------------------------------------
+// NVIDIA GB200 NVL72, one rack as NCCL sees it with multi-node NVLink (MNNVL: the ranks of one NVLink
+// clique fuse their topologies into one system, NCCL 2.28.9 src/graph/topo.cc ncclTopoGetSystem, so
+// the rack is one node to the algorithms). NVIDIA's GB200 NVL72 specification and the "Multi-Node
+// NVLink Systems" tuning guide: 18 compute trays, each 2 Grace CPUs (arm64) and 4 B200 (sm100), each
+// Grace with 2 GPUs over NVLink-C2C (900 GB/s bidirectional per Grace, taken here as 225 GB/s per
+// direction per GPU: an assumption, only NIC traffic crosses it) and 2 ConnectX-7 400 Gb/s NICs on its
+// PCIe Gen5 root (4 per tray); 9 NVLink switch trays of 2 NVLink5 switch chips: every GPU has 18
+// NVLink5 links, one to each of the 18 chips (1.8 TB/s bidirectional per GPU, 130 TB/s for the
+// rack). The two Graces of a tray are one host (one SYS link, NCCL ARM_BW 6; physical 300 GB/s per
+// direction is an assumption); trays share nothing but NVLink, as separate hosts do.
+// Each GPU also sits in its Grace's PCI tree (x16 Gen5), as NCCL's XML lists it; its routes to the
+// CPU and the NICs take the wider C2C link. Not modelled: the BlueField-3 DPUs, NVMe, NCCL's P2C path
+// type (cclab reports PHB for GPU -> C2C -> Grace -> NIC).
+//
+//      nvs0  nvs1  nvs2  ...  nvs17             18 NVLink5 switch chips (9 switch trays); one link
+//        \____\_____\__ all-to-all __/           from every GPU to every chip: 18 x 50 GB/s per
+//     +------+------+------+--- ... ---+------+  direction, model 18 x 40.1
+//    gpu0   gpu1   gpu2   gpu3  ...  gpu70  gpu71   B200, sm100; tray k = gpu 4k..4k+3
+//     \ c2c /       \ c2c /           \ c2c /
+//      cpu0          cpu1     ...      cpu35        Grace; cpu 2k, 2k+1 = tray k (one SYS link)
+//     /    \        /    \            /    \      PCIe Gen5
+//   nic0  nic1    nic2  nic3  ...  nic70  nic71     ConnectX-7 400 Gb/s on the Grace's PCIe Gen5
+//   net0  net1    net2  net3       net70  net71     port d = rail d
+const char kGb200Nvl72[] =
+    "     nvs0  nvs1  nvs2  ...  nvs17             18 NVLink5 switch chips (9 switch trays); one link\n"
+    "       \\____\\_____\\__ all-to-all __/           from every GPU to every chip: 18 x 50 GB/s per\n"
+    "    +------+------+------+--- ... ---+------+  direction, model 18 x 40.1\n"
+    "   gpu0   gpu1   gpu2   gpu3  ...  gpu70  gpu71   B200, sm100; tray k = gpu 4k..4k+3\n"
+    "    \\ c2c /       \\ c2c /           \\ c2c /\n"
+    "     cpu0          cpu1     ...      cpu35        Grace; cpu 2k, 2k+1 = tray k (one SYS link)\n"
+    "    /    \\        /    \\            /    \\      PCIe Gen5\n"
+    "  nic0  nic1    nic2  nic3  ...  nic70  nic71     ConnectX-7 400 Gb/s on the Grace's PCIe Gen5\n"
+    "  net0  net1    net2  net3       net70  net71     port d = rail d\n";
+
+void build_gb200_nvl72(Topology* t) {
+  constexpr int kTrays = 18, kSwitchChips = 18;
+  constexpr double kC2cPerGpuBw = 225.0;  // GB/s per direction (see above)
+  constexpr double kGraceSysBw = 300.0;   // GB/s per direction (see above)
   Machine m(t);
-  int cpu[2];
-  cpu[0] = m.cpu(CpuVendor::kIntel, 6, 0x8f, "00000000,00ffffff,ffffffff,00000000,00ffffff,ffffffff");
-  cpu[1] = m.cpu(CpuVendor::kIntel, 6, 0x8f, "ffffffff,ff000000,00000000,ffffffff,ff000000,00000000");
-  m.sys(cpu[0], cpu[1], 4 * 32.0, 4, 22.0);
-  const int gpu_bus[8] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb};
-  const int nic_bus[8] = {0x19, 0x29, 0x3b, 0x5e, 0x9b, 0xaa, 0xbb, 0xdc};
-  const int sw_bus[4] = {0x15, 0x37, 0x97, 0xb7};
-  int gpus[8];
-  for (int s = 0; s < 4; ++s) {
-    int sw = m.pci_switch(cpu[s / 2], sw_bus[s], 5);
-    for (int k = 0; k < 2; ++k) gpus[2 * s + k] = m.gpu(sw, gpu_bus[2 * s + k], 90, 5, "0x2330");
-    for (int k = 0; k < 2; ++k) m.nic(sw, nic_bus[2 * s + k], 5, 400000, "0x1021");
+  int gpus[4 * kTrays];
+  for (int tray = 0; tray < kTrays; ++tray) {
+    int cpus[2];
+    for (int c = 0; c < 2; ++c) {
+      // 72 Neoverse V2 cores per Grace; the affinity mask names this host's cores only.
+      cpus[c] = m.cpu(CpuVendor::kUnknown, 0, 0, c == 0 ? "00000000,000000ff,ffffffff" : "ffffffff,ffffff00,00000000",
+                      CpuArch::kArm);
+    }
+    for (int c = 0; c < 2; ++c) t->nodes[cpus[c]].host_hash = 0x6b200000ull + static_cast<uint64_t>(tray);
+    m.sys(cpus[0], cpus[1], kGraceSysBw, 1, 6.0);
+    for (int c = 0; c < 2; ++c) {
+      for (int k = 0; k < 2; ++k) {
+        const int local = 2 * c + k;
+        // PCI domain = tray (bus ids 000k:b:00.0; bus values above 0xff carry the domain).
+        const int g = m.gpu(cpus[c], (tray << 8) | (0x01 + 0x10 * local), 100, 5, "0x2941");
+        m.c2c(g, cpus[c], 10, kC2cPerGpuBw);
+        gpus[4 * tray + local] = g;
+      }
+      for (int k = 0; k < 2; ++k) m.nic(cpus[c], (tray << 8) | (0x03 + 0x10 * (2 * c + k)), 5, 400000, "0x1021");
+    }
   }
-  const int split[4] = {5, 4, 4, 5};
-  int nvs[4];
-  for (int i = 0; i < 4; ++i) nvs[i] = m.nvswitch();
-  for (int g = 0; g < 8; ++g) {
-    for (int i = 0; i < 4; ++i) m.nvlink(gpus[g], nvs[i], split[i], kNvlLinkBw, kNvlSm90Model, 4);
+  int nvs[kSwitchChips];
+  for (int i = 0; i < kSwitchChips; ++i) nvs[i] = m.nvswitch();
+  for (int g = 0; g < 4 * kTrays; ++g) {
+    for (int i = 0; i < kSwitchChips; ++i) m.nvlink(gpus[g], nvs[i], 1, kNvl5LinkBw, kNvlSm100Model, 5);
   }
-  t->name = "dgx-h100";
-  t->description = "8x H100-SXM5, 4 NVSwitch, 8x NDR 400G, 2x Xeon 8480C";
+  t->name = "gb200-nvl72";
+  t->description = "72x B200 in one NVLink domain (18 trays x 2 Grace + 4 GPUs, 18 NVSwitch chips), 72x ConnectX-7 400G";
 }
 
 // ---- pcie-4gpu ------------------------------------------------------------------------------------
@@ -402,6 +550,8 @@ struct Preset {
 const Preset kPresets[] = {
     {"dgx-a100", build_dgx_a100, kDgxA100},
     {"dgx-h100", build_dgx_h100, kDgxH100},
+    {"dgx-b200", build_dgx_b200, kDgxB200},
+    {"gb200-nvl72", build_gb200_nvl72, kGb200Nvl72},
     {"pcie-4gpu", build_pcie_4gpu, kPcie4Gpu},
     {"pcie-8gpu-2socket", build_pcie_8gpu_2socket, kPcie8Gpu2Socket},
     {"nvlink-pairs", build_nvlink_pairs, kNvlinkPairs},

@@ -2,7 +2,8 @@
 //
 // [SECTION] The format (NCCL 2.28.9 src/graph/xml.cc, topo.cc), as read here
 //   <system version="1" [name] [description]>           version must be 1; name -> Topology::name
-//     <cpu numaid [affinity arch vendor familyid modelid]>   -> kCpu (dev = numaid)
+//     <cpu numaid [affinity host_hash arch vendor familyid modelid]> -> kCpu (dev = numaid); CPUs are
+//                                  joined by SYS links only when their host_hash (hex, NCCL's) is equal
 //       <pci busid class [vendor device subsystem_vendor subsystem_device link_speed link_width]>
 //         <pci ...> ...                                  nested bridges/switches -> kPci
 //         <pci class="0x03...">  <gpu dev sm [rank gdr]>  -> kGpu
@@ -572,6 +573,10 @@ bool XmlTopoReader::read_cpu(pugi::xml_node x) {
   cpu.name = mname("cpu", cpu.dev);
   const char* s = attr(x, "affinity");
   if (s) cpu.affinity = s;
+  s = attr(x, "host_hash");
+  if (s && !parse_uint64_hex(s, &cpu.host_hash)) {
+    return fail(x, std::string("<cpu> host_hash \"") + s + "\" is not a hexadecimal number");
+  }
   s = attr(x, "arch");
   if (s) {
     cpu.arch = strcmp(s, "x86_64") == 0 ? CpuArch::kX86 : strcmp(s, "arm64") == 0 ? CpuArch::kArm
@@ -942,6 +947,7 @@ void XmlTopoReader::add_sys_links() {
   std::vector<int> cpus = t_.nodes_of(TopoNodeType::kCpu);
   for (size_t i = 0; i < cpus.size(); ++i) {
     for (size_t j = i + 1; j < cpus.size(); ++j) {
+      if (t_.nodes[cpus[i]].host_hash != t_.nodes[cpus[j]].host_hash) continue;  // other hosts: no SYS link
       int l = connect(cpus[i], cpus[j], LinkType::kSys, sys_overrides_[cpus[i]]);
       set_direction(&t_.links[t_.links[l].reverse], sys_overrides_[cpus[j]]);
     }
@@ -1052,6 +1058,11 @@ void XmlTopoWriter::write_cpu(int ci) {
   Element e("cpu");
   e.a("numaid", c.dev);
   if (!c.affinity.empty()) e.a("affinity", c.affinity);
+  if (c.host_hash != 0) {
+    char hash[24];
+    snprintf(hash, sizeof hash, "%#llx", static_cast<unsigned long long>(c.host_hash));
+    e.a("host_hash", hash);
+  }
   e.a("arch", arch_string(c.arch));
   if (c.vendor != CpuVendor::kUnknown) e.a("vendor", vendor_string(c.vendor));
   e.a("familyid", c.familyid).a("modelid", c.modelid);

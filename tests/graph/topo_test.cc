@@ -3,6 +3,7 @@
 // CCLAB_TOPO parsing.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -43,8 +44,8 @@ std::vector<std::string> route(const Topology& t, const TopoPath& p) {
 // ---- presets: what is in them ---------------------------------------------------------------------
 
 TEST(TopoPresets, NamesAndCounts) {
-  EXPECT_EQ(preset_names(), (std::vector<std::string>{"dgx-a100", "dgx-h100", "pcie-4gpu",
-                                                       "pcie-8gpu-2socket", "nvlink-pairs"}));
+  EXPECT_EQ(preset_names(), (std::vector<std::string>{"dgx-a100", "dgx-h100", "dgx-b200", "gb200-nvl72",
+                                                       "pcie-4gpu", "pcie-8gpu-2socket", "nvlink-pairs"}));
   struct Expect {
     const char* name;
     int gpu, pci, nvs, cpu, nic, net, links;
@@ -52,6 +53,10 @@ TEST(TopoPresets, NamesAndCounts) {
   const Expect expect[] = {
       {"dgx-a100", 8, 4, 6, 2, 8, 8, 154},
       {"dgx-h100", 8, 4, 4, 2, 8, 8, 122},
+      // 1 UPI + 4 switch uplinks + 8 GPU + 8 NIC PCIe + 8 NIC ports + 8 x 2 NVLink bundles, both ways
+      {"dgx-b200", 8, 4, 2, 2, 8, 8, 90},
+      // 18 Grace pairs + 72 GPU + 72 NIC PCIe + 72 C2C + 72 NIC ports + 72 x 18 NVLinks, both ways
+      {"gb200-nvl72", 72, 0, 18, 36, 72, 72, 3204},
       {"pcie-4gpu", 4, 2, 0, 1, 1, 1, 16},
       {"pcie-8gpu-2socket", 8, 4, 0, 2, 2, 2, 34},
       {"nvlink-pairs", 4, 2, 0, 1, 1, 1, 20},
@@ -155,6 +160,72 @@ TEST(TopoPresets, DgxH100Links) {
 }
 
 // ---- paths inside a machine -----------------------------------------------------------------------
+
+TEST(TopoPresets, DgxB200Links) {
+  Topology t = preset("dgx-b200");
+  for (int g : t.gpus()) {
+    EXPECT_EQ(t.nodes[g].sm, 100);
+    for (int s = 0; s < 2; ++s) {
+      int l = t.link_between(g, node(t, "m0.nvs" + std::to_string(s)));
+      ASSERT_GE(l, 0);
+      EXPECT_EQ(t.links[l].lanes, 9);
+      EXPECT_DOUBLE_EQ(t.links[l].bw, 9 * 50.0);         // NVLink5: 50 GB/s per link per direction
+      EXPECT_DOUBLE_EQ(t.links[l].model_bw, 9 * 40.1);   // SM100_NVLINK_BW
+      EXPECT_EQ(t.links[l].generation, 5);
+    }
+  }
+  // Every GPU pair: NVL through the switches, 18 links (model 721.8, physical 900 GB/s per direction).
+  const TopoPath& p = gpu_path(t, 0, 7);
+  EXPECT_EQ(p.type, PathType::kNvl);
+  EXPECT_NEAR(p.bw, 18 * 40.1, 1e-9);
+  EXPECT_NEAR(p.bw_physical, 900.0, 1e-9);
+  // A GPU's rail NIC shares its PCIe Gen5 switch (nvidia-smi topo on a DGX B200: PIX).
+  const TopoPath& n = t.path(t.gpu_node(0, 5), node(t, "m0.net5"));
+  EXPECT_EQ(n.type, PathType::kPix);
+  int sys = t.link_between(node(t, "m0.cpu0"), node(t, "m0.cpu1"));
+  ASSERT_GE(sys, 0);
+  EXPECT_DOUBLE_EQ(t.links[sys].model_bw, 40.0);  // ERP_QPI_BW (Emerald Rapids)
+  EXPECT_EQ(t.nodes[node(t, "m0.net0")].net_speed_mbps, 400000);
+}
+
+TEST(TopoPresets, Gb200Nvl72) {
+  Topology t = preset("gb200-nvl72");
+  // One NVLink domain: every GPU pair is NVL at 18 NVLink5 links, one through each switch chip.
+  for (int b : {1, 4, 35, 71}) {
+    const TopoPath& p = gpu_path(t, 0, b);
+    EXPECT_EQ(p.type, PathType::kNvl) << b;
+    EXPECT_NEAR(p.bw, 18 * 40.1, 1e-9) << b;
+  }
+  for (int g : t.gpus()) {
+    EXPECT_EQ(t.nodes[g].sm, 100);
+    int c2c = 0;
+    for (int l : t.nodes[g].out) c2c += t.links[l].type == LinkType::kC2c;
+    EXPECT_EQ(c2c, 1);
+  }
+  // Tray k: GPUs 4k..4k+3, Graces 2k and 2k+1, NICs 4k..4k+3. A GPU reaches its Grace's two NICs
+  // (PHB), the other Grace's over the tray's SYS link (ARM_BW 6), and no NIC of another tray: the
+  // trays are separate hosts joined only by NVLink.
+  const int gpu5 = t.gpu_node(0, 5);  // tray 1, Grace 2
+  const TopoPath& own = t.path(gpu5, node(t, "m0.net5"));
+  EXPECT_EQ(own.type, PathType::kPhb);
+  EXPECT_DOUBLE_EQ(own.bw, 48.0);
+  EXPECT_EQ(route(t, own).front(), "m0.cpu2");
+  EXPECT_EQ(t.links[own.links.front()].type, LinkType::kC2c);
+  const TopoPath& other = t.path(gpu5, node(t, "m0.net6"));
+  EXPECT_EQ(other.type, PathType::kSys);
+  EXPECT_DOUBLE_EQ(other.bw, 6.0);
+  EXPECT_EQ(t.path(gpu5, node(t, "m0.net0")).type, PathType::kDis);
+  EXPECT_EQ(t.path(gpu5, node(t, "m0.net8")).type, PathType::kDis);
+  const TopoNode& grace = t.nodes[node(t, "m0.cpu0")];
+  EXPECT_EQ(grace.arch, CpuArch::kArm);
+  // Bus ids are unique across the rack (the PCI domain is the tray).
+  std::map<int64_t, std::string> ids;
+  for (const TopoNode& n : t.nodes) {
+    if (n.type != TopoNodeType::kGpu && n.type != TopoNodeType::kNic) continue;
+    auto ins = ids.emplace(n.busid, n.name);
+    EXPECT_TRUE(ins.second) << n.name << " has the bus id of " << ins.first->second;
+  }
+}
 
 TEST(TopoPaths, DgxH100AllNvlink) {
   Topology t = preset("dgx-h100");
@@ -695,7 +766,7 @@ TEST(TopoSpec, Parse) {
   EXPECT_FALSE(parse_topo_spec("dgx-h200:2", &preset_name, &machines, &error));
   EXPECT_EQ(error,
             "unknown topology preset 'dgx-h200' in 'dgx-h200:2' (valid: dgx-a100, dgx-h100, "
-            "pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs)");
+            "dgx-b200, gb200-nvl72, pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs)");
   EXPECT_FALSE(parse_topo_spec("", &preset_name, &machines, &error));
   EXPECT_NE(error.find("unknown topology preset ''"), std::string::npos);
   EXPECT_FALSE(parse_topo_spec("dgx-h100:0", &preset_name, &machines, &error));
@@ -715,8 +786,8 @@ TEST(TopoSpec, MakePresetErrors) {
   Topology t;
   std::string error;
   EXPECT_FALSE(make_preset_topology("dgx", 1, FabricSpec(), &t, &error));
-  EXPECT_EQ(error, "unknown topology preset 'dgx' (valid: dgx-a100, dgx-h100, pcie-4gpu, "
-                   "pcie-8gpu-2socket, nvlink-pairs)");
+  EXPECT_EQ(error, "unknown topology preset 'dgx' (valid: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
+                   "pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs)");
   EXPECT_FALSE(make_preset_topology("dgx-a100", 0, FabricSpec(), &t, &error));
   EXPECT_EQ(error, "machine count must be >= 1, got 0");
   FabricSpec bad;

@@ -280,6 +280,35 @@ TEST(TopoXmlRead, PciLinkAndC2cAndNvlinkToCpu) {
   expect_round_trip(t, "gh");
 }
 
+// CPUs are joined by SYS only within one host (NCCL's ncclTopoConnectCpus compares the host hash): a
+// fused multi-node NVLink dump keeps its hosts apart; without host_hash every CPU is one host's.
+TEST(TopoXmlRead, HostHashKeepsHostsApart) {
+  const std::string x = R"(<system version="1">
+  <cpu numaid="0" host_hash="0xa1" arch="arm64">
+    <pci busid="0000:01:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="100" rank="0" gdr="1"/>
+    </pci>
+  </cpu>
+  <cpu numaid="1" host_hash="0xa1" arch="arm64"/>
+  <cpu numaid="2" host_hash="0xb2" arch="arm64">
+    <pci busid="0001:01:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="100" rank="1" gdr="1"/>
+    </pci>
+  </cpu>
+</system>
+)";
+  Topology t;
+  std::string err;
+  ASSERT_TRUE(read_topology_xml_string(x, "fused.xml", &t, &err)) << err;
+  EXPECT_NE(link(t, "m0.cpu0", "m0.cpu1"), nullptr);
+  EXPECT_EQ(link(t, "m0.cpu0", "m0.cpu2"), nullptr);
+  EXPECT_EQ(link(t, "m0.cpu1", "m0.cpu2"), nullptr);
+  EXPECT_EQ(t.nodes[t.find("m0.cpu2")].host_hash, 0xb2u);
+  const std::string back = topology_xml_string(t);
+  EXPECT_NE(back.find("host_hash=\"0xb2\""), std::string::npos) << back;
+  expect_round_trip(t, "fused");
+}
+
 TEST(TopoXmlRead, FabricReplicatesTheMachine) {
   std::string x = slurp(data_path("dgx_h100_nccl.xml"));
   x.replace(x.find("</system>"), 9,
@@ -529,6 +558,8 @@ TEST(TopoXmlErrors, InlineProblems) {
        4, "tclass=\"0x060400\" is neither"},
       {"<system version=\"1\">\n<cpu numaid=\"0\"/>\n<cpu numaid=\"0\"/>\n</system>", 3,
        "duplicate <cpu numaid=\"0\">"},
+      {"<system version=\"1\">\n<cpu numaid=\"0\" host_hash=\"0xfoo\"/>\n</system>", 2,
+       "host_hash \"0xfoo\" is not a hexadecimal number"},
       {"<system version=\"1\">\n<cpu numaid=\"0\">\n<pci busid=\"0000:01:00.0\" class=\"0x030200\">\n"
        "<gpu dev=\"0\" sm=\"80\"/><nic/></pci>\n</cpu>\n</system>",
        4, "both a <gpu> and a <nic>"},

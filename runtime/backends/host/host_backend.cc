@@ -246,7 +246,7 @@ ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& o
       int nparts = 0;
       for (const OpDesc* o : list) nparts = std::max(nparts, p2p_nparts(comm->p2p, n, o->count * type_size(o->type)));
       for (int part = 0; part < nparts; ++part) {
-        Part p{dir == 0, peer, p2p_channel_for_part(comm->p2p.nchannels, round, part), {}};
+        Part p{dir == 0, peer, p2p_channel_for_part(comm->p2p.nchannels, round, part), {}, ncclSuccess, {}};
         for (const OpDesc* o : list) {
           const size_t bytes = o->count * type_size(o->type);
           const int np = p2p_nparts(comm->p2p, n, bytes);
