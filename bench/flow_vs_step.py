@@ -7,7 +7,12 @@ COLLS with ring (and tree for all_reduce, the only collective NCCL runs as a tre
 combination whose flow busbw differs from step's by more than --tol, worst first, then a summary;
 exits 1 when any does (issue 23, item 6: the goal is none at 2%).
 
-    bench/flow_vs_step.py [--cclab build/runtime/cli/cclab] [--machines 1,2,3] [-b 1M] [-e 64M] [--tol 0.02]
+    bench/flow_vs_step.py [--cclab build/runtime/cli/cclab] [--presets a,b] [--machines 1,2,3] [-b 1M] [-e 64M]
+                          [--tol 0.02] [--loose MODEL=TOL,...]
+
+--loose gives named models (PRESET:MACHINES) their own tolerance: where the step level itself is not
+continuous (docs/simulator.md, "Levels": on pcie-8gpu-2socket over several machines a 2% change of a NIC's
+efficiency moves the step level's time by up to 6%, back and forth, and the flow level's smoothly).
 """
 import argparse, csv, io, itertools, subprocess, sys, time
 
@@ -32,14 +37,17 @@ def run(cclab, coll, topo, algo, level, b, e):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--cclab', default='build/runtime/cli/cclab')
+    ap.add_argument('--presets', default='', help='comma-separated presets (default: every one)')
     ap.add_argument('--machines', default='1,2,3')
     ap.add_argument('-b', default='1M')
     ap.add_argument('-e', default='64M')
     ap.add_argument('--tol', type=float, default=0.02)
+    ap.add_argument('--loose', default='', help='MODEL=TOL,...: a tolerance of its own for a model')
     a = ap.parse_args()
     t0 = time.time()
     points = []
-    for p, m, (coll, algo) in itertools.product(presets(a.cclab), [int(x) for x in a.machines.split(',')], COLLS):
+    names = a.presets.split(',') if a.presets else presets(a.cclab)
+    for p, m, (coll, algo) in itertools.product(names, [int(x) for x in a.machines.split(',')], COLLS):
         topo = f'{p}:{m}'
         step = run(a.cclab, coll, topo, algo, 'step', a.b, a.e)
         flow = run(a.cclab, coll, topo, algo, 'flow', a.b, a.e)
@@ -47,13 +55,18 @@ def main():
             d = float(f['busbw']) / float(s['busbw']) - 1
             points.append((abs(d), topo, coll, algo, int(s['bytes']), s['proto'], s['nchannels'],
                            float(s['busbw']), float(f['busbw']), d))
+    loose = {}
+    for item in filter(None, a.loose.split(',')):
+        model, _, tol = item.partition('=')
+        loose[model] = float(tol)
     points.sort(reverse=True)
-    bad = [q for q in points if q[0] > a.tol]
+    bad = [q for q in points if q[0] > loose.get(q[1], a.tol)]
     print(f'# {"model":<22} {"collective":<14} {"algo":<4} {"bytes":>9} {"proto":<6} {"nch":>3} '
           f'{"step GB/s":>9} {"flow GB/s":>9} {"flow/step":>9}')
     for q in bad:
         print(f'  {q[1]:<22} {q[2]:<14} {q[3]:<4} {q[4]:>9} {q[5]:<6} {q[6]:>3} {q[7]:>9.2f} {q[8]:>9.2f} {q[9]*100:>+8.2f}%')
-    print(f'# {len(points)} points, {len(bad)} beyond {a.tol*100:g}%, worst {points[0][9]*100:+.2f}% '
+    within = f'{a.tol*100:g}%' + ''.join(f', {m} {t*100:g}%' for m, t in loose.items())
+    print(f'# {len(points)} points, {len(bad)} beyond {within}, worst {points[0][9]*100:+.2f}% '
           f'({points[0][1]} {points[0][2]} {points[0][3]} {points[0][4]} B), {time.time()-t0:.1f} s wall')
     return 1 if bad else 0
 

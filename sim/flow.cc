@@ -165,45 +165,18 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
   }
 }
 
-// The same shares solved directly: weighted max-min fairness by progressive filling, every flow's rate
-// growing as its weight (1 / route latency, CM02's sharing penalty) until a link of its route saturates.
-// What SimGrid's LMM solver computes for these flows (sim_test checks the two agree), without starting and
-// cancelling SimGrid activities (cancelling 10^4 flows takes seconds).
-void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, std::vector<double> remaining) {
-  if (flows.empty()) return;  // after route_flows; `remaining`: the links' capacities
-  std::vector<double> weight_sum(remaining.size(), 0.0);
-  std::vector<std::vector<size_t>> on_link(remaining.size());  // flows (positions in `flows`) crossing each link
-  for (size_t k = 0; k < flows.size(); ++k)
-    for (int l : all[flows[k]].links) {
-      weight_sum[l] += all[flows[k]].weight;
-      on_link[l].push_back(k);
-    }
-  // Links by the level at which they would saturate (remaining / weight of the flows still growing).
-  using Entry = std::pair<double, int>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  for (size_t l = 0; l < remaining.size(); ++l)
-    if (weight_sum[l] > 0) heap.emplace(remaining[l] / weight_sum[l], static_cast<int>(l));
-  std::vector<char> fixed(flows.size(), 0);
-  while (!heap.empty()) {
-    const auto [level, l] = heap.top();
-    heap.pop();
-    if (weight_sum[l] <= 0 || level != remaining[l] / weight_sum[l]) continue;  // stale
-    for (size_t k : on_link[l]) {
-      if (fixed[k]) continue;
-      fixed[k] = 1;
-      ConnFlow& f = all[flows[k]];
-      f.rate = level * f.weight;
-      for (int j : f.links) {
-        remaining[j] = std::max(0.0, remaining[j] - f.rate);
-        weight_sum[j] -= f.weight;
-        if (j != l && weight_sum[j] > 1e-300) heap.emplace(remaining[j] / weight_sum[j], j);
-      }
-    }
-    weight_sum[l] = 0;
-  }
+constexpr int kRefineRounds = 16;
+
+// The same shares solved directly (maxmin_rates, replay.h): what SimGrid's LMM solver computes for these
+// flows (sim_test checks the two agree), without starting and cancelling SimGrid activities (cancelling
+// 10^4 flows takes seconds).
+void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, const FluidNet& net) {
+  std::vector<int> conns(flows.begin(), flows.end());
+  std::vector<double> rates(flows.size());
+  maxmin_rates(net, conns.data(), conns.size(), rates.data());
+  for (size_t k = 0; k < flows.size(); ++k) all[flows[k]].rate = rates[k];
 }
 
-constexpr int kRefineRounds = 16;
 
 }  // namespace
 
@@ -247,14 +220,18 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
 
   // 2. Shares, phase by phase.
   const double start = sg4::Engine::get_clock();
-  std::vector<double> capacity;  // bytes/s of every link a connection crosses
-  route_flows(conn_flows, &capacity);
+  FluidNet net;  // every link a connection crosses (bytes/s), each connection's route and weight
+  route_flows(conn_flows, &net.capacity);
+  for (const ConnFlow& f : conn_flows) {
+    net.conn_links.push_back(f.links);
+    net.conn_weight.push_back(f.weight);
+  }
   for (int phase = 0; phase < 2; ++phase) {
     std::vector<size_t> in_phase;
     for (size_t i = 0; i < conn_flows.size(); ++i)
       if (conn_flows[i].phase == phase) in_phase.push_back(i);
     if (cfg_.shares_from_simgrid) measure_shares(conn_flows, in_phase);
-    else solve_shares(conn_flows, in_phase, capacity);
+    else solve_shares(conn_flows, in_phase, net);
   }
 
   // 3. Replay. Runs whose recordings fit in memory (every run the step level can afford, and more) are
@@ -292,15 +269,20 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   if (refine) {
     for (size_t i = 0; i < tasks.size(); ++i)
       if (!record(tasks[i], replay[i])) return false;
-    OccupancyRates rates(conn_flows, capacity, tasks.size());
-    double last = -1;
-    for (int round = 0; round < kRefineRounds; ++round) {
-      if (round > 0) rates.next_round();
-      if (!replay_steps(replay, initial, error, &rates)) return false;
-      end = launch;
+    if (static_cast<double>(transfers) * static_cast<double>(conn_flows.size()) <= cfg_.fluid_limit) {
+      if (!replay_fluid(replay, initial, net, error)) return false;
       for (const ReplayTask& rt : replay) end = std::max(end, rt.end);
-      if (std::abs(end - last) <= 1e-3 * end) break;
-      last = end;
+    } else {
+      OccupancyRates rates(conn_flows, net.capacity, tasks.size());
+      double last = -1;
+      for (int round = 0; round < kRefineRounds; ++round) {
+        if (round > 0) rates.next_round();
+        if (!replay_steps(replay, initial, error, &rates)) return false;
+        end = launch;
+        for (const ReplayTask& rt : replay) end = std::max(end, rt.end);
+        if (std::abs(end - last) <= 1e-3 * end) break;
+        last = end;
+      }
     }
   } else {
     // Channel by channel, the recordings' capacity reused (it is most of the memory). Channels with the

@@ -63,11 +63,34 @@ struct ReplayTask {
   double end = 0;                 // out: when its last action completed, seconds
 };
 
+// The network a fluid replay shares: every link's capacity and, per connection id (ReplayPeer::conn), the
+// links of its route and its weight (1 / route latency: SimGrid CM02's sharing penalty).
+struct FluidNet {
+  std::vector<double> capacity;              // bytes per second, per link
+  std::vector<std::vector<int>> conn_links;  // per connection: indices into capacity
+  std::vector<double> conn_weight;           // per connection
+};
+
+// Weighted max-min rates of `n` flows sharing `net` at once, by progressive filling: every flow's rate grows
+// as its weight until a link of its route saturates, which fixes the rates of the flows crossing it. conns[k]
+// is flow k's connection (several flows may share one); rates[k] receives its bytes per second. What
+// SimGrid's LMM solver gives such flows under CM02 (sim_test FlowSharesAreSimGrids).
+void maxmin_rates(const FluidNet& net, const int* conns, size_t n, double* rates);
+
 // Replays `tasks` (one channel, or any set of tasks whose counters are private to it). Counter ids index
 // `initial` (the counters' values before the tasks ran). Returns false with *error when a task is left
 // waiting (a recording that cannot complete) or a transfer names a peer the task does not list.
 bool replay_steps(std::vector<ReplayTask>& tasks, const std::vector<uint64_t>& initial, std::string* error,
                   ReplayRates* rates = nullptr);
+
+// The same actions evaluated as a fluid simulation on one clock: an event queue in time order, every
+// transfer a flow on `net` from its start (after its route's latency) until its bytes are through, and
+// the rates of all flows in flight solved again (weighted max-min, progressive filling, as SimGrid's LMM
+// with CM02 weights) whenever a flow starts or ends. So a transfer speeds up as the competitors it
+// started beside finish, as at step level, where replay_steps gives each transfer one rate for its whole
+// interval. Cost: O(events x flows in flight x route length).
+bool replay_fluid(std::vector<ReplayTask>& tasks, const std::vector<uint64_t>& initial, const FluidNet& net,
+                  std::string* error);
 
 }  // namespace sim
 }  // namespace cclab

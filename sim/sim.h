@@ -82,6 +82,9 @@ struct SimConfig {
   uint64_t step_limit = 300000;  // kAuto: largest run (in slices) simulated at step level (~15 s)
   uint64_t refine_limit = 1000000;  // kFlow: largest run (in transfers) whose rates are refined
                                     // (docs/simulator.md, "Levels"); larger ones keep the static shares
+  // kFlow: largest refined run replayed as a fluid (every rate solved again at each transfer's start and
+  // end), in transfers x connections (~3 s here); larger refined runs take the occupancy rounds
+  double fluid_limit = 3e7;
   bool shares_from_simgrid = false;  // kFlow: measure the shares with SimGrid flows instead of solving
                                      // max-min (the same numbers; slow past ~10^4 connections; for tests)
   bool record_events = false;    // keep every step (SimResult::events)

@@ -126,6 +126,91 @@ TEST(Replay, ATransferWithoutAShareIsAnError) {
   EXPECT_NE(err.find("rank 3"), std::string::npos) << err;
 }
 
+
+// ---- the fluid replay (replay_fluid) ----------------------------------------------------------------
+
+// Two tasks each send one transfer over one shared link (10 bytes/s). A starts at 0, B at 5 s: A moves
+// 50 bytes alone, then both share the link (5 each) until A's last 50 are through at 15 s; B, 50 bytes
+// behind, has the link alone from there and ends at 20 s. One fixed rate per transfer (replay_steps at
+// the static share of 5) would end A at 20 and B at 25.
+TEST(ReplayFluid, ATransferSpeedsUpWhenItsCompetitorEnds) {
+  FluidNet net;
+  net.capacity = {10.0};
+  net.conn_links = {{0}, {0}};
+  net.conn_weight = {1.0, 1.0};
+  std::vector<ReplayTask> tasks(2);
+  for (int i = 0; i < 2; ++i) {
+    tasks[i].ops = {{ReplayKind::kXfer, 1, 100}, {ReplayKind::kFlush, 0, 0}};
+    tasks[i].peers.push_back(ReplayPeer{1, 5.0, 0.0, i});
+    tasks[i].sm_rate = 1e9;
+  }
+  tasks[1].start = 5.0;
+  std::string err;
+  ASSERT_TRUE(replay_fluid(tasks, {}, net, &err)) << err;
+  EXPECT_NEAR(tasks[0].end, 15.0, 1e-9);
+  EXPECT_NEAR(tasks[1].end, 20.0, 1e-9);
+  ASSERT_TRUE(replay_steps(tasks, {}, &err)) << err;
+  EXPECT_NEAR(tasks[0].end, 20.0, 1e-9);
+  EXPECT_NEAR(tasks[1].end, 25.0, 1e-9);
+}
+
+// Weighted max-min (CM02: weight 1 / route latency): a flow of weight 3 and one of weight 1 share a
+// 12 bytes/s link 9 : 3; the light one also crosses a 2 bytes/s link, so it is capped at 2 and the
+// heavy one gets the other 10 (max-min hands on what a competitor bottlenecked elsewhere leaves).
+TEST(ReplayFluid, MaxMinRatesAreWeightedAndHandOnSpareCapacity) {
+  FluidNet net;
+  net.capacity = {12.0, 100.0};
+  net.conn_links = {{0}, {0, 1}};
+  net.conn_weight = {3.0, 1.0};
+  const int conns[2] = {0, 1};
+  double rates[2];
+  maxmin_rates(net, conns, 2, rates);
+  EXPECT_NEAR(rates[0], 9.0, 1e-12);
+  EXPECT_NEAR(rates[1], 3.0, 1e-12);
+  net.capacity[1] = 2.0;
+  maxmin_rates(net, conns, 2, rates);
+  EXPECT_NEAR(rates[0], 10.0, 1e-12);
+  EXPECT_NEAR(rates[1], 2.0, 1e-12);
+}
+
+// The fluid replay keeps the step replay's semantics where rates do not change: the FIFO pipeline with
+// credits, alone on its link, gives the recurrence's times.
+TEST(ReplayFluid, PipelineMatchesTheRecurrence) {
+  for (double sm_rate : {50e9, 1e9, 0.3e9}) {
+    ReplayTask send, recv;
+    build(40, 4096, &send, &recv);
+    send.peers[0].conn = 0;
+    send.start = recv.start = 4e-6;
+    send.overhead = 1e-6;
+    send.sm_rate = recv.sm_rate = sm_rate;
+    FluidNet net;
+    net.capacity = {send.peers[0].rate};
+    net.conn_links = {{0}};
+    net.conn_weight = {1.0};
+    std::vector<ReplayTask> tasks{send, recv};
+    std::string err;
+    ASSERT_TRUE(replay_fluid(tasks, {0, 0}, net, &err)) << err;
+    double send_end = 0, recv_end = 0;
+    expected(40, 4096, send, recv, &send_end, &recv_end);
+    EXPECT_NEAR(tasks[0].end, send_end, 1e-12 + 1e-9 * send_end) << sm_rate;
+    EXPECT_NEAR(tasks[1].end, recv_end, 1e-12 + 1e-9 * recv_end) << sm_rate;
+  }
+}
+
+// A transfer whose route has no bandwidth cannot finish: an error naming the stuck task, not a hang.
+TEST(ReplayFluid, ATransferWithoutBandwidthIsAnError) {
+  FluidNet net;
+  net.capacity = {0.0};
+  net.conn_links = {{0}};
+  net.conn_weight = {1.0};
+  std::vector<ReplayTask> tasks(1);
+  tasks[0].ops = {{ReplayKind::kXfer, 1, 100}, {ReplayKind::kFlush, 0, 0}};
+  tasks[0].peers.push_back(ReplayPeer{1, 0.0, 0.0, 0});
+  std::string err;
+  EXPECT_FALSE(replay_fluid(tasks, {}, net, &err));
+  EXPECT_NE(err.find("task 0"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace sim
 }  // namespace cclab

@@ -228,6 +228,9 @@ TEST(Sim, FlowAgreesWithStep) {
       {"dgx-h100:2", CollKind::kAllGather, "ring", "", size_t{128} << 20},
       {"pcie-8gpu-2socket", CollKind::kReduceScatter, "ring", "", size_t{16} << 20},
       {"nvlink-pairs:2", CollKind::kReduce, "ring", "Simple", size_t{1} << 20},
+      // issue 23, item 6: a GPU's PCIe link carries a peer and a network connection of different weights
+      {"pcie-8gpu-2socket:2", CollKind::kAllReduce, "ring", "", size_t{16} << 20},  // was -27%
+      {"pcie-4gpu:3", CollKind::kAllReduce, "tree", "", size_t{16} << 20},          // was -5.8%
   };
   for (const Point& p : points) {
     SimConfig cfg;
