@@ -150,6 +150,43 @@ for env, nv, bus in [("NCCL defaults + NCCL_TUNER_PLUGIN=ofi (selected Ring)","n
                      env=env+"; benchmark tool not named (likely all_reduce_bench.py)", nvls=nv, collective="all_reduce", dtype="float",
                      size_bytes=str(4*2**30), time_us="", algbw_gbs="", busbw_gbs=bus, source=src))
 
+# 16. H100 x8 single node, NCCL_ALGO=RING NVLS off, nccl-tests -g 8, Together AI
+TG = "togethercomputer/together-nccl-tests"; TGC = "6698e53c1dc519f8ab54f72193630849f5abf178"
+meta = dict(curve="h100x8-together-ring-ar", system="single 8x H100 SXM node (Together AI cluster, host gpu-dp-2jvzl-pqq7p)", gpu="H100 80GB HBM3",
+            gpus="8", nodes="1", fabric="NVLink4+NVSwitch", nccl_version="2.26.2 (nccl-library=22602)",
+            env="NCCL_ALGO=RING NCCL_NVLS_ENABLE=0 NCCL_COLLNET_ENABLE=0 (run_nccl_sharp_test.sh config 'ring'); all_reduce_perf -b 8 -e 8G -f 2 -g 8 -w 5 -n 20",
+            nvls="no", collective="all_reduce",
+            source=f"https://github.com/{TG}/blob/{TGC}/benchmarks/H100/results/20260305_220043/all_reduce_ring.out ; repo {TG} path benchmarks/H100/results/20260305_220043/all_reduce_ring.out commit {TGC}")
+nccltests("h100_together_ring.txt", meta)
+
+# 17-19. 2x H100 nodes over InfiniBand NDR, NVIDIA/nccl-tests issue #309
+I309 = "https://github.com/NVIDIA/nccl-tests/issues/309"
+meta = dict(curve="h100x16-ib-xe9680-2node-ar", system="2x Dell HGX XE9680 (bm-h100-01/02)", gpu="H100 80GB HBM3", gpus="16", nodes="2",
+            fabric="NVLink4+NVSwitch intra; InfiniBand 8x ConnectX-7 400 Gb/s per node inter (NCCL_IB_HCA mlx5_0-7)",
+            nccl_version="2.26.2",
+            env="NCCL defaults (NVLS/NVLSTree possible; not forced); NCCL_NET_GDR_LEVEL=1 NCCL_P2P_LEVEL=NVL NCCL_IB_GID_INDEX=0; all_reduce_perf_mpi -b 8 -e 16g -f 2 -g 1",
+            nvls="yes", collective="all_reduce",
+            source=f"{I309} (first post, qoofyk, 2025-05); read from a stored copy of the thread (code index file id 69388150450)")
+nccltests("ib_h100_2node_ncclt309.txt", meta)
+meta = dict(meta, curve="h100x16-ib-aion-2node-ring-ar", system="2 of an 8-node H100 cluster (hosts 0666a154, b749a9b0)",
+            fabric="NVLink4+NVSwitch intra; InfiniBand 400G inter ('IB 400G network' per the poster; NIC count not stated, 8 implied by 'the 400 GB/s IB limit')",
+            nccl_version="unstated", env="NCCL_ALGO=Ring NCCL_MIN_CTAS=24 NCCL_IB_QPS_PER_CONNECTION=2; all_reduce_perf -b 1M -e 8G -f 2 -g 1",
+            nvls="no", source=f"{I309} (comment by gj-aion, 2025-06-18); read from a stored copy of the thread (code index file id 69388150450)")
+nccltests("ib_h100_2node_ring_ncclt309.txt", meta)
+meta = dict(meta, curve="h100x16-ib-aion-2node-ar", env="NCCL defaults (NVLS/NVLSTree possible); all_reduce_perf -b 1M -e 8G -f 2 -g 1", nvls="yes")
+nccltests("ib_h100_2node_default_ncclt309.txt", meta)
+
+# 20. A100 x16 (2x OCI A100-SXM4-40GB bare metal), RoCEv2, oracle-quickstart/oci-hpc-oke README
+OKE = "oracle-quickstart/oci-hpc-oke"; OKEC = "1402938d8c77b586e20ec9d40849e2177feef411"
+meta = dict(curve="a100x16-oci-2node-roce-ar", system="2x OCI bare-metal A100-SXM4-40GB nodes on OKE (shape BM.GPU4.8 inferred from the GPU model)",
+            gpu="A100-SXM4-40GB", gpus="16", nodes="2",
+            fabric="NVLink3+NVSwitch intra; OCI RDMA cluster network (RoCEv2, NCCL_IB_GID_INDEX=3 NCCL_IB_TC=41, NCCL_IB_HCA=mlx5) inter - NOT InfiniBand",
+            nccl_version="2.19.3 (from the container tag pytorch-23.10-nccl-2.19.3-1 in manifests/a100-nccl-test.yaml)",
+            env="NCCL_CROSS_NIC=1 NCCL_IB_QPS_PER_CONNECTION=4 NCCL_IB_SL=0 NCCL_TOPO_FILE=/topo/topo.xml, NCCL defaults otherwise; all_reduce_perf -b 8 -f 2 -g 1 -e 8G -c 1",
+            nvls="no", collective="all_reduce",
+            source=f"https://github.com/{OKE}/blob/{OKEC}/README.md ; repo {OKE} path README.md commit {OKEC} (output under '##### A100'; kept until 134b4e5)")
+nccltests("oci_a100_2node_roce.txt", meta)
+
 with open(os.path.join(HERE, "measured.csv"), "w", newline="") as fh:
     w = csv.DictWriter(fh, fieldnames=HDR, quoting=csv.QUOTE_MINIMAL)
     w.writeheader()
