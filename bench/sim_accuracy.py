@@ -259,6 +259,7 @@ def main():
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--loo", action="store_true")
     ap.add_argument("--curves", default="", help="comma-separated curve ids (default: all)")
+    ap.add_argument("--use", default="", help="comma-separated uses to run: fit, check, other (default: all)")
     ap.add_argument("--max-geomean", type=float, default=0, help="--check: fail above this geomean |error| (%%)")
     ap.add_argument("--max-point", type=float, default=0, help="--check: fail above this |error| of a point (%%)")
     ap.add_argument("--fit-names", default=",".join(DEFAULT_FIT),
@@ -279,6 +280,12 @@ def main():
     if a.curves:
         want = a.curves.split(",")
         curves = [c for c in curves if c["id"] in want]
+    if a.use:
+        uses = a.use.split(",")
+        for u in uses:
+            if u not in ("fit", "check", "other"):
+                sys.exit(f"sim_accuracy: --use: '{u}' is not fit, check or other")
+        curves = [c for c in curves if c["use"] in uses]
     t0 = time.time()
     rc = 0
     if a.check:
