@@ -478,8 +478,10 @@ TEST(SearchHandBuilt, DescribeGraphAsNcclLogsIt) {
 
 // ---- time ---------------------------------------------------------------------------------------------
 
-// NCCL bounds the search by step budgets (2^19 steps overall); 8 GPUs search well under a second.
-// Sanitizers slow every memory access (ThreadSanitizer: about 2x here), so their builds allow 5 s.
+// NCCL bounds the search by step budgets (2^19 steps overall); 8 GPUs search well under a second, and
+// the bound grows with the GPUs per machine (gb200-nvl72: 72, about 0.8 s for 4 racks on an idle core): a
+// guard against a search that blows up, not a speed goal. Sanitizers slow every memory access
+// (ThreadSanitizer: about 2x here), so their builds allow 5 s per 8 GPUs.
 #ifdef CCLAB_SANITIZED
 constexpr double kSearchSeconds = 5.0;
 #else
@@ -493,7 +495,7 @@ TEST(SearchTime, EveryPresetSearchesQuickly) {
       TopoGraph ring = search(topo, GraphPattern::kRing);
       TopoGraph tree = tree_for(topo, ring, GraphPattern::kBalancedTree);
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      EXPECT_LT(s, kSearchSeconds) << name << ":" << machines;
+      EXPECT_LT(s, kSearchSeconds * std::max(1, topo.gpus_per_machine() / 8)) << name << ":" << machines;
       EXPECT_GE(tree.nchannels, 1);
     }
   }
