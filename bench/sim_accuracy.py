@@ -45,6 +45,9 @@ CANDIDATES = {
     # a few us; and per channel, a work record per channel, ~0.1 us
     "host_issue": (4.0, 0.1, 40.0),
     "host_issue.per_channel": (0.1, 0.001, 5.0),
+    # The network transport's cost per message (proxy progress, RDMA post and completion, flush); prior:
+    # NCCL's tuner adds 1-2 us of net overhead per step between nodes (tuning.cc netOverhead)
+    "net_message": (2.0, 0.0, 40.0),
     # Kernel launch and completion; prior: NCCL's baseLat minus its steps (sim/calibration.cc)
     "launch": (4.0, 0.5, 40.0),
     # Per-step overheads; priors: below NCCL tuning.cc's hwLat[NVLINK] Ring LL .6 / LL128 1.9 / Simple 3.4

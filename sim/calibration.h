@@ -58,6 +58,12 @@ struct Calibration {
   double host_issue_us = 0;
   double host_issue_per_channel_us = 0;
   const char* host_issue_source = "";
+  // The network transport's cost per message, microseconds: the proxies' progress loops, the RDMA post
+  // and its completion, the receiver's flush (NCCL's NET transport, src/transport/net.cc), on top of the
+  // cables' and switches' latency. Half of it is added to each NIC port link (NIC <-> NET), so a message
+  // between machines pays it once.
+  double net_message_us = 0;
+  const char* net_message_source = "";
 
   const GpuModel& gpu(int sm) const;
   // Sets one constant by the name describe() prints ("launch", "step_overhead.LL",

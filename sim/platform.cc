@@ -188,7 +188,11 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
       }
       const double rate = l.bw > 0 ? l.bw * 1e9 * efficiency_of(cal, l.type) : 0.0;
       s4u::Link* link = p->zone_->create_link(name, rate);
-      link->set_latency(l.latency_us * 1e-6);
+      // A NIC port link carries half of the transport's per-message cost (Calibration::net_message_us).
+      const TopoNodeType ft = topo.nodes[l.from].type, tt = topo.nodes[l.to].type;
+      const bool nic_port = (ft == TopoNodeType::kNic && tt == TopoNodeType::kNet) ||
+                            (ft == TopoNodeType::kNet && tt == TopoNodeType::kNic);
+      link->set_latency((l.latency_us + (nic_port ? cal.net_message_us / 2 : 0.0)) * 1e-6);
       link->set_sharing_policy(s4u::Link::SharingPolicy::SHARED);
       link->seal();
       p->links_[i] = link;

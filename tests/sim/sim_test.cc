@@ -321,6 +321,28 @@ TEST(Sim, CalibrationPoints) {
   EXPECT_EQ(nics, 16);  // 8 NICs x 2 machines, every one used
 }
 
+// The network transport's per-message cost (net_message) is paid by messages between machines only: a
+// 2-machine ring all_reduce of 8 bytes, whose critical path crosses the network twice per loop of the
+// ring, slows down by at least one message's cost; one machine is unchanged, to the bit.
+TEST(Sim, NetMessageCostIsPaidBetweenMachinesOnly) {
+  for (const char* topo : {"dgx-h100:2", "dgx-h100"}) {
+    SimConfig cfg;
+    cfg.topo = topo;
+    cfg.algo = "ring";
+    cfg.min_bytes = cfg.max_bytes = 8;
+    const SimResult base = run_ok(cfg);
+    cfg.calibration.net_message_us = 10;
+    const SimResult slow = run_ok(cfg);
+    const double dt = slow.sizes.at(0).time_us - base.sizes.at(0).time_us;
+    if (std::string(topo) == "dgx-h100") {
+      EXPECT_EQ(dt, 0.0);
+    } else {
+      EXPECT_GE(dt, 10.0) << "base " << base.sizes.at(0).time_us << " us";
+      EXPECT_LE(dt, 10.0 * 2 * 16) << "base " << base.sizes.at(0).time_us << " us";  // 2 crossings x 2(n-1) steps
+    }
+  }
+}
+
 // nccl-tests -g G: one thread issues every iteration on G GPUs, so an iteration lasts at least G x the host's
 // issue cost (host_issue + host_issue.per_channel x channels); where the GPUs are slower the host is hidden.
 TEST(Sim, HostIssueCostBoundsAnIterationPerGpuOfTheThread) {
