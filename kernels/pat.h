@@ -120,14 +120,16 @@ CCLAB_HD inline size_t pat_scratch_bytes(const CollWork& w) {
 
 namespace pat_detail {
 
-// One step: sends ns = nr elements from `src` on `send` while receiving into `dst` from `recv`, reduced
-// with `acc` when it is not null. src_final / acc_final: already through the op's pre function.
+// One step: sends n elements from src + src_off on `send` while receiving n into dst + dst_off from
+// `recv`, reduced with `acc` when it is not null. src_final / acc_final: already through the op's pre
+// function. The offsets are the ones the step records carry (which chunk of which buffer).
 template <typename T, typename Exec>
 CCLAB_HD bool step(Exec& exec, const RedOp<T>& op, const CollWork& w, int channel, ConnInfo* recv, ConnInfo* send,
-                   const T* src, bool src_final, T* dst, const T* acc, bool acc_final, size_t n, bool post) {
+                   const T* src, size_t src_off, bool src_final, T* dst, size_t dst_off, const T* acc, bool acc_final,
+                   size_t n, bool post) {
   Primitives<T, ProtoPat, Exec> p(exec, op, recv, send, src, dst, w.rank, channel, w.coll, w.op_count);
   p.set_source(src, src_final);
-  p.exchange(0, n, acc, acc_final, 0, n, post);
+  p.exchange(src_off, n, acc, acc_final, dst_off, n, post);
   return !p.aborted();
 }
 
@@ -143,7 +145,8 @@ CCLAB_HD bool pat_all_gather(Exec& exec, const RedOp<T>& op, const CollWork& w, 
   const T* in = static_cast<const T*>(w.send);
   T* out = static_cast<T*>(w.recv);
   const bool in_place = in == out + static_cast<size_t>(me) * w.count;
-  auto block = [&](int s, size_t o) { return out + static_cast<size_t>((me + s) % n) * w.count + o; };
+  auto at = [&](int s, size_t o) { return static_cast<size_t>((me + s) % n) * w.count + o; };
+  auto block = [&](int s, size_t o) { return out + at(s, o); };
   for (size_t base = 0; base < r.size(); base += chunk) {
     const size_t len = min_sz(chunk, r.size() - base);
     const size_t o = r.lo + base;
@@ -152,9 +155,10 @@ CCLAB_HD bool pat_all_gather(Exec& exec, const RedOp<T>& op, const CollWork& w, 
                        false);
     for (int s = 1; s < n; ++s) {
       const int d = pat_low_bit(s), t = s - (1 << d);
-      const T* src = t == 0 ? (in_place ? block(0, o) : in + o) : block(t, o);
-      if (!pat_detail::step(exec, op, w, channel, c.recv_up[d], c.send_down[d], src, true, block(s, o),
-                            static_cast<const T*>(nullptr), true, len, false))
+      const bool from_input = t == 0 && !in_place;
+      if (!pat_detail::step(exec, op, w, channel, c.recv_up[d], c.send_down[d], from_input ? in : out,
+                            from_input ? o : at(t, o), true, out, at(s, o), static_cast<const T*>(nullptr), true, len,
+                            false))
         return false;
     }
   }
@@ -172,9 +176,9 @@ CCLAB_HD bool pat_reduce_scatter(Exec& exec, const RedOp<T>& op, const CollWork&
   const int n = w.nranks, me = w.rank, dims = pat_dims(n);
   const T* in = static_cast<const T*>(w.send);
   T* out = static_cast<T*>(w.recv);
-  auto input = [&](int s, size_t o) { return in + static_cast<size_t>((me + s) % n) * w.count + o; };
+  auto at = [&](int s, size_t o) { return static_cast<size_t>((me + s) % n) * w.count + o; };
   // The partial sum of block rank + s (lowest set bit L >= 1) waits in scratch chunk L - 1.
-  auto partial = [&](int low) { return scratch + static_cast<size_t>(low - 1) * chunk; };
+  auto partial = [&](int low) { return static_cast<size_t>(low - 1) * chunk; };
   for (size_t base = 0; base < r.size(); base += chunk) {
     const size_t len = min_sz(chunk, r.size() - base);
     const size_t o = r.lo + base;
@@ -183,15 +187,16 @@ CCLAB_HD bool pat_reduce_scatter(Exec& exec, const RedOp<T>& op, const CollWork&
       // What goes to rank + 2^d: my input of block rank + s, plus what arrived for it at steps s + 2^e
       // (e < d; the first of them is s + 1).
       const bool gathered = d > 0 && s + 1 < n;
-      const T* src = gathered ? partial(d) : input(s, o);
       // Where the contribution for block rank + t lands, and whether it is the first one.
       const int low = t == 0 ? dims : pat_low_bit(t);
       bool first = true;
       for (int e = d + 1; e < low; ++e)
         if (t + (1 << e) < n) first = false;
-      T* dst = t == 0 ? out + o : partial(low);
-      const T* acc = first ? input(t, o) : dst;
-      if (!pat_detail::step(exec, op, w, channel, c.recv_down[d], c.send_up[d], src, gathered, dst, acc, !first, len,
+      T* dst = t == 0 ? out : scratch;
+      const size_t dst_off = t == 0 ? o : partial(low);
+      const T* acc = first ? in + at(t, o) : dst + dst_off;
+      if (!pat_detail::step(exec, op, w, channel, c.recv_down[d], c.send_up[d], gathered ? scratch : in,
+                            gathered ? partial(d) : at(s, o), gathered, dst, dst_off, acc, !first, len,
                             t == 0 && s == 1))
         return false;
     }
