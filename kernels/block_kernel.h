@@ -2,7 +2,7 @@
 // channel of one operation (NCCL's one block per channel). The GPU kernel (kernels/cuda/) calls
 // run_block over DeviceBlock; tests/runtime/block_exec_test.cc calls it over host threads playing a
 // block and compares the bytes with the host executor's. Everything below is the schedules of ring.h,
-// tree.h and p2p.h through BlockExec (block_exec.h); nothing here is GPU-specific.
+// tree.h, pat.h and p2p.h through BlockExec (block_exec.h); nothing here is GPU-specific.
 #pragma once
 
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include "kernels/block_exec.h"
 #include "kernels/collectives.h"
 #include "kernels/p2p.h"
+#include "kernels/pat.h"
 #include "kernels/platform.h"
 #include "kernels/tree.h"
 #include "kernels/trees.h"
@@ -25,6 +26,7 @@ enum BlockWorkKind : int32_t {
   kBlockTree = 1,      // a tree all_reduce
   kBlockP2pSend = 2,   // a send of p2p.bytes (run with T = uint8_t)
   kBlockP2pRecv = 3,   // a receive
+  kBlockPat = 4,       // a PAT all_gather / reduce_scatter (kernels/pat.h)
 };
 
 // One block's work. Pointers are in memory the block can reach (device memory on a GPU). Connections
@@ -44,9 +46,42 @@ struct BlockWork {
   StepRecord* records;         // CCLAB_TRACE, or null
   uint64_t record_capacity;
   uint64_t stuck_spins;        // spins before a wait reports itself in status (0: kBlockStuckSpins)
+  const PatConns* pat;         // kBlockPat: the channel's connections per dimension (conn[] is unused)
+  void* scratch;               // kBlockPat: pat_scratch_bytes(coll) bytes for a reduce_scatter's partial sums
 };
 
 constexpr int kBlockConns = 2 + 2 * kMaxFan;
+
+// A PAT block: each lane advances its own copy of every distinct connection of w.pat (as run_block does
+// for conn[]), lane 0 writes the steps back at the end.
+template <typename T, class Block, class Ex>
+CCLAB_HD bool run_pat_block(Block& b, Ex& ex, const BlockWork& w) {
+  constexpr int kMax = 4 * kMaxPatDims;
+  ConnInfo local[kMax];
+  ConnInfo* orig[kMax];
+  int nlocal = 0;
+  auto mine = [&](ConnInfo* c) -> ConnInfo* {
+    if (c == nullptr) return nullptr;
+    for (int i = 0; i < nlocal; ++i)
+      if (orig[i] == c) return &local[i];
+    orig[nlocal] = c;
+    local[nlocal] = *c;
+    return &local[nlocal++];
+  };
+  PatConns pc;
+  pc.ndims = w.pat != nullptr ? w.pat->ndims : 0;
+  for (int d = 0; d < pc.ndims && d < kMaxPatDims; ++d) {
+    pc.send_down[d] = mine(w.pat->send_down[d]);
+    pc.recv_up[d] = mine(w.pat->recv_up[d]);
+    pc.send_up[d] = mine(w.pat->send_up[d]);
+    pc.recv_down[d] = mine(w.pat->recv_down[d]);
+  }
+  bool ok = w.pat != nullptr && run_pat_channel<T>(ex, w.coll, pc, w.channel, static_cast<T*>(w.scratch));
+  ok = ex.finish(ok);
+  if (b.tid() == 0)
+    for (int i = 0; i < nlocal; ++i) orig[i]->step = local[i].step;
+  return ok;
+}
 
 // Runs `w` on this block. Every lane calls it. Returns true if the block finished without aborting.
 template <typename T, class Block>
@@ -64,6 +99,7 @@ CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
     c[i] = w.conn[i] != nullptr ? &local[i] : nullptr;
     if (w.conn[i] != nullptr) local[i] = *w.conn[i];
   }
+  if (w.kind == kBlockPat) return run_pat_block<T>(b, ex, w);
   bool ok = false;
   switch (w.kind) {
     case kBlockRing: {

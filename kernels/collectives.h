@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "kernels/p2p.h"
+#include "kernels/pat.h"
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
 #include "kernels/primitives_ll.h"

@@ -7,6 +7,9 @@
 #       (dgx-h100:4); CURVES_FILE: cclab sim --csv/--json or cclab perf output for the curves view
 #   scripts/screenshots.sh --sim      make the traces and curves with `cclab sim` first
 #   scripts/screenshots.sh --demo     synthetic traces from the test tool viz_demo_trace (no simulator)
+#   scripts/screenshots.sh --pat      PAT on 8 machines of one GPU (docs/images/viz-pat-*.png): the
+#                                     channels view of an all_gather and a reduce_scatter, and the
+#                                     all_gather's timeline, from `cclab sim` traces
 #   scripts/screenshots.sh --labs     the labs' pictures (labs/NN-name/images/*.png), from the reference
 #                                     solutions' runs (labs/solutions/), as labs/*/README.md say
 #
@@ -25,6 +28,22 @@ die() { echo "screenshots.sh: $*" >&2; exit 1; }
 [[ -x "$cclab" ]] || die "no cclab executable at $cclab (build it, or set CCLAB=...)"
 "$cclab" viz --help >/dev/null 2>&1 || die "$cclab has no visualiser (configure with -DCCLAB_VIZ=ON)"
 command -v xvfb-run >/dev/null || die "xvfb-run not found (apt-get install xvfb)"
+
+# PAT on pcie-1gpu:8 (one GPU per machine, where NCCL turns PAT on): 1 MiB per rank, step level.
+if [ "${1:-}" = "--pat" ]; then
+  mkdir -p "$out"
+  for coll in all_gather reduce_scatter; do
+    "$cclab" sim $coll --topo pcie-1gpu:8 -b 8M -e 8M --algo PAT --level step --trace "$tmp/$coll.cctrace" \
+      --no-progress >/dev/null
+  done
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/all_gather.cctrace" --size "$size" --view channels \
+    --at 30% --channel 0 --screenshot "$out/viz-pat-all-gather-channels.png" && echo "wrote $out/viz-pat-all-gather-channels.png"
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/reduce_scatter.cctrace" --size "$size" --view channels \
+    --at 30% --channel 0 --screenshot "$out/viz-pat-reduce-scatter-channels.png" && echo "wrote $out/viz-pat-reduce-scatter-channels.png"
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/all_gather.cctrace" --size "$size" --view timeline \
+    --at 30% --screenshot "$out/viz-pat-all-gather-timeline.png" && echo "wrote $out/viz-pat-all-gather-timeline.png"
+  exit 0
+fi
 
 # The labs: each picture is what its lab's README shows, made by the command it names there (run on the
 # reference solution instead of the student's files).

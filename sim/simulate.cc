@@ -298,7 +298,8 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     const size_t count = per_rank ? bytes / esize / nranks_ : bytes / esize;
     const size_t total = count * esize * (per_rank ? nranks_ : 1);
     Choice ch;
-    if (!choose(cfg_.coll, total, &ch, error)) return false;
+    if (!choose(cfg_.coll, total, &ch, error, cfg_.op == RedOpKind::kPreMulSum || cfg_.op == RedOpKind::kSumPostDiv))
+      return false;
     SimSizeResult res;
     res.bytes = total;
     res.count = per_rank ? count * nranks_ : count;

@@ -391,6 +391,18 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       }
     }
   }
+  // PAT's peers at power-of-two distances, on every channel, when the tuner may pick it.
+  const bool pat = nranks_ > 1 && (tuner_.enabled(CollKind::kAllGather, AlgoKind::kPat, ProtoKind::kSimple) ||
+                                   tuner_.enabled(CollKind::kReduceScatter, AlgoKind::kPat, ProtoKind::kSimple));
+  for (int c = 0; c < nch_ && pat; ++c)
+    for (int r = 0; r < nranks_; ++r)
+      for (int d = 0; d < pat_dims(nranks_); ++d) {
+        const int q = pat_peer(r, nranks_, d, true);
+        if (!route(r, q) || !declare_conn_route(c, r, q, &err) || !declare_conn_route(c, q, r, &err)) {
+          *error = err;
+          return false;
+        }
+      }
   link_bytes_.assign(topo_.links.size(), 0.0);
   if (shared_platform_) return true;
   platform_->seal();
@@ -486,8 +498,8 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   return *conns_.emplace(key, std::move(c)).first->second;
 }
 
-bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const {
-  const TunerChoice t = tuner_.choose(coll, bytes);
+bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling) const {
+  const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling);
   // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
   // the collective; there is no NCCL cost model of it to predict with.
   if (custom_ != nullptr && nranks_ > 1 && custom_supports(*custom_, coll, custom_topo_, nullptr)) {
@@ -497,9 +509,11 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error) c
     c->predicted_us = 0;
     return true;
   }
-  if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree)) {
+  if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree && t.algo != AlgoKind::kPat)) {
     *error = std::string(coll_name(coll)) + ": no algorithm/protocol is available (algo '" + cfg_.algo +
-             "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce)";
+             "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce, "
+             "PAT (Simple, one GPU per node or NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling "
+             "reduction)";
     return false;
   }
   c->algo = t.algo;
@@ -553,6 +567,7 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
   base.chunk_bytes = ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
+                     : ch.algo == AlgoKind::kPat ? pat_chunk_bytes(coll, proto_buff_[ch.proto], total, ch.nchannels)
                      : ch.algo == AlgoKind::kTree
                          ? tree_chunk_bytes(ch.proto, proto_buff_[ch.proto], total, ch.nchannels, nmachines_, nranks_)
                          : ring_chunk_bytes(coll, ch.proto, proto_buff_[ch.proto]);
@@ -577,7 +592,21 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
     t.tree_fn = tree_fn;
     t.ring = RingView{ring2_[c].data() + ring_pos_[c][r], nranks_};
     if (ch.algo == AlgoKind::kTree) t.tree = &plan_[c].tree[r];
-    if (ch.algo == AlgoKind::kCustom) {
+    if (ch.algo == AlgoKind::kPat) {
+      t.pat_fn = sim_pat_kernel(type);
+      t.pconns.ndims = nranks_ > 1 ? pat_dims(nranks_) : 0;
+      for (int d = 0; d < t.pconns.ndims; ++d) {
+        const int down = pat_peer(r, nranks_, d, false), up = pat_peer(r, nranks_, d, true);
+        t.pconns.send_down[d] = &conn(c, r, down, ch.proto, space).send_info;
+        t.pconns.recv_down[d] = &conn(c, down, r, ch.proto, space).recv_info;
+        t.pconns.send_up[d] = &conn(c, r, up, ch.proto, space).send_info;
+        t.pconns.recv_up[d] = &conn(c, up, r, ch.proto, space).recv_info;
+      }
+      // The reduce_scatter's partial sums: real memory with payloads, else the phantom range (only the
+      // data loops' time is simulated).
+      if (cfg_.payload || w.send != static_cast<const void*>(phantom()))
+        t.pat_scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
+    } else if (ch.algo == AlgoKind::kCustom) {
       t.custom = custom_;
       t.type = static_cast<int>(type);
       t.custom_send.assign(nranks_, nullptr);
@@ -649,6 +678,9 @@ bool World::run_task(SimExec& ex, const Task& t) {
         return false;
     return true;
   }
+  if (t.pat_fn != nullptr)
+    return t.pat_fn(ex, t.w, t.pconns, t.channel,
+                    t.pat_scratch != nullptr ? static_cast<void*>(t.pat_scratch->data()) : phantom() + (size_t{1} << 38));
   return t.tree != nullptr ? t.tree_fn(ex, t.w, *t.tree, t.tconns, t.channel)
                            : t.ring_fn(ex, t.w, t.ring, t.channel, t.recv, t.send);
 }
@@ -694,7 +726,8 @@ bool World::run_rank_op(int rank, const RankOp& op, std::string* error) {
   const size_t esize = sim_type_size(op.type);
   const size_t total = op.count * esize * (per_rank_count(op.coll) ? static_cast<size_t>(nranks_) : 1);
   Choice ch;
-  if (!choose(op.coll, total, &ch, error)) return false;
+  if (!choose(op.coll, total, &ch, error, op.redop.kind == RedOpKind::kPreMulSum || op.redop.kind == RedOpKind::kSumPostDiv))
+    return false;
   CollWork w = work_for(op.coll, op.count, esize, op.root, op.redop, ch);
   w.rank = rank;
   w.op_count = op.op_count;

@@ -19,6 +19,7 @@
 #include "graph/tuning.h"
 #include "kernels/fifo.h"
 #include "kernels/p2p.h"
+#include "kernels/pat.h"
 #include "kernels/tree.h"
 #include "kernels/work.h"
 #include "sim/platform.h"
@@ -64,9 +65,11 @@ using SimCollFn = bool (*)(SimExec& exec, const CollWork& w, const RingView& rin
                            ConnInfo* send);
 using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
                            int channel);
+using SimPatFn = bool (*)(SimExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
 // The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
 SimCollFn sim_coll_kernel(SimType t);
 SimTreeFn sim_tree_kernel(SimType t);
+SimPatFn sim_pat_kernel(SimType t);
 // kernels/p2p.h's send and receive for the simulator (kernels_p2p.cc).
 bool sim_p2p_send(SimExec& exec, const P2pWork& w, int channel, ConnInfo* send);
 bool sim_p2p_recv(SimExec& exec, const P2pWork& w, int channel, ConnInfo* recv);
@@ -196,7 +199,8 @@ class World {
     int nthreads;  // the tuner's threads per channel (reported; the data loop does not depend on them)
     double predicted_us;
   };
-  bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error) const;
+  // scaling: the reduction scales (ncclAvg, a pre-multiplied sum), which PAT ReduceScatter does not run.
+  bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling = false) const;
   // What one (rank, channel) actor runs.
   struct Task {
     CollWork w;
@@ -208,6 +212,9 @@ class World {
     const TreeLinks* tree = nullptr;  // tree all_reduce: this rank's links
     SimCollFn ring_fn = nullptr;
     SimTreeFn tree_fn = nullptr;
+    SimPatFn pat_fn = nullptr;  // PAT all_gather / reduce_scatter: its connections and scratch
+    PatConns pconns{};
+    std::shared_ptr<std::vector<uint64_t>> pat_scratch;
     std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
     bool p2p_send = false;
     struct LocalCopy {

@@ -53,6 +53,15 @@ bool tree_mode(const VizState* s) {
   return a.find("Tree") != std::string::npos || a.find("tree") != std::string::npos;
 }
 
+// The current op's PAT direction (auto mode): +1 reduce_scatter (rank -> rank + 2^d), -1 all_gather
+// (rank -> rank - 2^d), 0 not a PAT op.
+int pat_direction(const VizState* s) {
+  if (s->channel_mode != 0 || s->current_op < 0) return 0;
+  const trace::Op& op = s->trace().ops[s->current_op];
+  if (op.algo != "PAT") return 0;
+  return op.coll == CollKind::kReduceScatter ? 1 : -1;
+}
+
 // Pairs (from, to) with a chunk in flight on channel c.
 std::set<std::pair<int, int>> active_edges(const VizState* s, int c) {
   std::set<std::pair<int, int>> out;
@@ -94,12 +103,13 @@ void draw_channels_view(VizState* s) {
   ImGui::SameLine();
   ImGui::Checkbox("selected channel only", &s->channel_focus);
   ImGui::SameLine();
-  ImGui::TextDisabled(tree ? "showing trees" : "showing rings");
+  ImGui::TextDisabled(tree ? "showing trees" : pat_direction(s) != 0 ? "showing PAT's peers" : "showing rings");
   ImGui::SameLine();
   help_marker(
       "One cell per channel. Ring: ranks on a circle in ring order, an arrow from each rank to the next; "
       "the arrow is bright (thick, the channel's colour) while a chunk moves on it at the cursor, dim "
-      "otherwise. Tree: parents above children. Rank colours say what the rank does at the cursor. Click a "
+      "otherwise. Tree: parents above children. PAT: ranks in rank order, an arrow to each rank 2^d away "
+      "(all_gather: rank - 2^d, reduce_scatter: rank + 2^d). Rank colours say what the rank does at the cursor. Click a "
       "cell to list its ranks on the right: the step each is at (the last step it began) and what it "
       "waits for: data from its receive peer (that peer has not posted the matching send yet) or credits "
       "from its send peer (a free slot in the peer's FIFO).");
@@ -147,7 +157,8 @@ void draw_channels_view(VizState* s) {
     const trace::Channel* chan = c < static_cast<int>(t.channels.size()) ? &t.channels[c] : nullptr;
     const bool has_tree = chan && !chan->tree_up.empty();
     const bool show_tree = tree && has_tree;
-    const std::string title = printf_str("channel %d  %s", c, show_tree ? "tree" : "ring");
+    const int pat = show_tree ? 0 : pat_direction(s);
+    const std::string title = printf_str("channel %d  %s", c, show_tree ? "tree" : pat != 0 ? "PAT" : "ring");
     dl->AddText(ImVec2(cell.x0 + 6, cell.y0 + 4), channel_color(c), title.c_str());
     if (show_tree) {
       const std::string sub = printf_str("tree %d", chan->tree_index);
@@ -166,7 +177,8 @@ void draw_channels_view(VizState* s) {
         placed[r] = 1;
       }
     } else {
-      order = chan && !chan->ring.empty() ? chan->ring : std::vector<int>();
+      // PAT: ranks in rank order, so that its peers 2^d away are chords of the circle.
+      order = chan && !chan->ring.empty() && pat == 0 ? chan->ring : std::vector<int>();
       if (order.empty())
         for (int r = 0; r < nranks; ++r) order.push_back(r);
       const std::vector<V2> p = ring_positions(static_cast<int>(order.size()), area);
@@ -209,6 +221,10 @@ void draw_channels_view(VizState* s) {
         if (active.count({p, r}) && !active.count({r, p})) edge(p, r);
         else edge(r, p);
       }
+    } else if (pat != 0) {
+      // Every rank's link along each dimension d: to rank - 2^d (all_gather) or rank + 2^d (reduce_scatter).
+      for (int dist = 1; dist < nranks; dist *= 2)
+        for (int r = 0; r < nranks; ++r) edge(r, ((r + pat * dist) % nranks + nranks) % nranks);
     } else {
       for (size_t i = 0; i < order.size() && order.size() > 1; ++i) edge(order[i], order[(i + 1) % order.size()]);
     }

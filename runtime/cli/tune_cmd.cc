@@ -109,12 +109,16 @@ std::string format_bytes(size_t bytes) {
   return buf;
 }
 
-const std::vector<AlgoProto>& tune_combinations() {
+const std::vector<AlgoProto>& tune_combinations(CollKind coll) {
   static const std::vector<AlgoProto> kCombos = {
       {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
       {AlgoKind::kTree, ProtoKind::kLL}, {AlgoKind::kTree, ProtoKind::kLL128}, {AlgoKind::kTree, ProtoKind::kSimple},
   };
-  return kCombos;
+  static const std::vector<AlgoProto> kPatCombos = {
+      {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
+      {AlgoKind::kPat, ProtoKind::kSimple},
+  };
+  return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter ? kPatCombos : kCombos;
 }
 
 // ---- tuner input -------------------------------------------------------------------------------------
@@ -157,6 +161,7 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
     t.ring_channels = t.tree_channels =
         modelled_channels(*ring, *tree, min_channels > 0 ? min_channels : 1, max_channels > 0 ? max_channels : 64);
   std::string why;
+  t.pat_enable = pat_enable_param();
   if (parse_algo_env(algo_env, &t.enable, &why) != ncclSuccess) {
     *error = env_error("NCCL_ALGO", why);
     return false;
@@ -172,12 +177,12 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
 // ---- text --------------------------------------------------------------------------------------------
 std::string format_tune_table(const CostModel& model, CollKind coll, const std::vector<size_t>& sizes) {
   std::string out = "#" + pad_left("size", kSizeWidth - 1);
-  for (const auto& c : tune_combinations()) out += pad_left(combo_label(c.algo, c.proto) + " ", kCellWidth);
+  for (const auto& c : tune_combinations(coll)) out += pad_left(combo_label(c.algo, c.proto) + " ", kCellWidth);
   out += "  " + pad_right("choice", kChoiceWidth) + pad_left("channels", 9) + pad_left("threads", 8) + "\n";
   for (size_t bytes : sizes) {
     const TunerChoice choice = model.choose(coll, bytes);
     std::string row = pad_left(std::to_string(bytes), kSizeWidth);
-    for (const auto& c : tune_combinations()) {
+    for (const auto& c : tune_combinations(coll)) {
       const double t = model.time_us(coll, bytes, c.algo, c.proto);
       std::string cell;
       if (t < 0) {
@@ -202,7 +207,7 @@ std::string format_tune_table(const CostModel& model, CollKind coll, const std::
 std::string format_explain(const CostModel& model, CollKind coll, size_t bytes) {
   std::string out =
       "# " + std::string(coll_name(coll)) + " at " + std::to_string(bytes) + " B (" + format_bytes(bytes) + "):\n";
-  for (const auto& c : tune_combinations()) out += model.explain(coll, bytes, c.algo, c.proto) + "\n";
+  for (const auto& c : tune_combinations(coll)) out += model.explain(coll, bytes, c.algo, c.proto) + "\n";
   const TunerChoice choice = model.choose(coll, bytes);
   if (choice.valid) {
     out += "Chosen: " + combo_label(choice.algo, choice.proto) + ", " + fmt("%.2f", choice.time_us) + " us, on " +

@@ -69,12 +69,14 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
                       const char* algo_env, const char* proto_env, TunerInput* in, std::string* error,
                       int min_channels = 0, int max_channels = 0);
 
-// The six combinations the table shows, in column order: Ring then Tree, each LL, LL128, Simple.
+// The combinations the table shows for `coll`, in column order: Ring LL, LL128, Simple, then Tree LL,
+// LL128, Simple (AllReduce, Broadcast, Reduce) or PAT/Simple (AllGather, ReduceScatter: NCCL's only
+// other algorithms there).
 struct AlgoProto {
   AlgoKind algo;
   ProtoKind proto;
 };
-const std::vector<AlgoProto>& tune_combinations();
+const std::vector<AlgoProto>& tune_combinations(CollKind coll = CollKind::kAllReduce);
 
 // The table: a header line ("#" first), then one row per size: bytes, the predicted time (us) of each
 // combination ("-" when unavailable or disabled; "*" after the chosen one), the choice ("Ring/LL", or

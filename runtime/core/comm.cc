@@ -23,6 +23,7 @@
 #include "core/enqueue.h"
 #include "core/recorder.h"
 #include "kernels/describe.h"
+#include "kernels/pat.h"
 #include "kernels/proto_ll.h"
 #include "transport/net.h"
 
@@ -559,8 +560,10 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
   if (comm->nranks == 1) return ncclSuccess;
   static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
   nchannels = std::min(nchannels, comm->nchannels);
-  const bool custom = algo == AlgoKind::kCustom;
-  std::atomic<int>& done = custom ? comm->custom_connected : comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
+  const bool custom = algo == AlgoKind::kCustom, pat = algo == AlgoKind::kPat;
+  std::atomic<int>& done = custom ? comm->custom_connected
+                           : pat  ? comm->pat_connected
+                                  : comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
   if (done.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
   std::lock_guard<std::mutex> lk(comm->connect_mu);
   // Peers per channel: data comes from `from` and goes to `to`.
@@ -568,6 +571,13 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
     if (custom) {  // both ways with every peer the algorithm declared
       *from = comm->custom_peers;
       *to = comm->custom_peers;
+    } else if (pat) {  // both ways with rank +- 2^d (kernels/pat.h)
+      for (int d = 0; d < pat_dims(comm->nranks); ++d)
+        for (bool up : {false, true}) {
+          const int q = pat_peer(comm->rank, comm->nranks, d, up);
+          if (std::find(from->begin(), from->end(), q) == from->end()) from->push_back(q);
+        }
+      *to = *from;
     } else if (algo == AlgoKind::kTree) {
       if (ch.tree.up >= 0) {
         from->push_back(ch.tree.up);

@@ -125,6 +125,7 @@ struct ncclComm {
   cclab::CustomTopo custom_topo{0, 0, 0};
   std::vector<int> custom_peers;
   std::atomic<int> custom_connected{0};
+  std::atomic<int> pat_connected{0};  // channels connected to PAT's peers (Simple)
   // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank
   // the same), and the connections by (p2p channel, peer), lazily connected; p2p_mu guards the maps.
   cclab::P2pChannels p2p;

@@ -439,6 +439,15 @@ ncclResult_t setup_topology(ncclComm_t comm) {
                                                       static_cast<int>(param_int("NCCL_MAX_NCHANNELS", 64)));
   TunerInput in = make_tuner_input(comm->topo, comm->ring_graph, comm->tree_graph, place, modelled);
   in.enable = comm->algo_proto;
+  // NCCL_PAT_ENABLE through the runtime's parameters (environment and nccl.conf; graph/ reads only the
+  // environment): 2 applies NCCL's rule, any other non-zero value is on.
+  const int64_t pat_enable = param_int("NCCL_PAT_ENABLE", 2);
+  in.pat_enable = pat_enable == 2 ? 2 : pat_enable != 0 ? 1 : 0;
+  if (comm->cuda && in.pat_enable != 0) {
+    // The CUDA kernels carry PAT's schedule (kernels/block_kernel.h) but the backend does not launch it yet.
+    in.pat_enable = 0;
+    if (comm->rank == 0) CCLAB_INFO(kLogInit | kLogTuning, "PAT disabled on the CUDA backend: not launched yet");
+  }
   if (comm->host_machine) {
     // The host backend runs on the host, not on the virtual model's GPUs: its cores (the fewest any
     // rank's process may use), its ranks, and the channels this communicator connected, with the

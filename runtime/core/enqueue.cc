@@ -37,9 +37,12 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // since the model's inputs are agreed at init. Fails when the environment leaves nothing cclab can
 // run for this collective.
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
-                               double* time_us, int* nchannels = nullptr) {
+                               double* time_us, int* nchannels = nullptr, bool scaling_op = false) {
   TunerChoice c;
-  {
+  // NCCL's PAT ReduceScatter does not run scaling reductions (ncclAvg, ncclRedOpCreatePreMulSum).
+  if (coll == CollKind::kReduceScatter && scaling_op) {
+    c = comm->tuner.choose(coll, bytes, 1, false);
+  } else {
     std::lock_guard<std::mutex> lk(comm->choice_mu);
     if (comm->choice_bytes != bytes || comm->choice_coll != coll) {
       comm->choice = comm->tuner.choose(coll, bytes);
@@ -48,10 +51,11 @@ ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, Alg
     }
     c = comm->choice;
   }
-  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree))
+  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree && c.algo != AlgoKind::kPat))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
-                        "runs: Ring for every collective, Tree for AllReduce)",
+                        "runs: Ring for every collective, Tree for AllReduce, PAT (Simple, one GPU per node or "
+                        "NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling reduction)",
                         coll_name(coll), param_str("NCCL_ALGO", "(unset)").c_str(),
                         param_str("NCCL_PROTO", "(unset)").c_str());
   *algo = c.algo;
@@ -138,7 +142,8 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
     algo = AlgoKind::kCustom;
     w.proto = kProtoSimple;
   } else {
-    res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels);
+    res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels,
+                            op.op == ncclAvg || op.op >= ncclNumOps);
     if (res != ncclSuccess) return res;
   }
   // The host model (graph/tuning.h, HostCosts) picks the channel count with the algorithm and protocol,
@@ -148,6 +153,7 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
                     : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
   w.chunk_bytes = custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
+                  : algo == AlgoKind::kPat ? pat_chunk_bytes(op.coll, comm->proto_buff_bytes[w.proto], total, w.nchannels)
                   : tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
                                             comm->nranks)
                          : ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
@@ -254,7 +260,8 @@ ncclResult_t group_simulate_end(double* time_us) {
     AlgoKind algo;
     int proto;
     double t = 0;
-    ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t);
+    ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t, nullptr,
+                                       op.op == ncclAvg || op.op >= ncclNumOps);
     if (r != ncclSuccess) return r;
     per_comm[comm] += t;
   }

@@ -1,6 +1,7 @@
 #include "graph/channels.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 #include <set>
 
@@ -160,6 +161,17 @@ int cuda_channel_count(int modelled, int gpu_sharing, int lo, int hi, int max_bl
   return n;
 }
 
+int pat_enable_param() {
+  // NCCL: 2 (the default) applies its rule, any other value is taken as on (non-zero) or off. Read from
+  // the environment here (as NCCL_CROSS_NIC in search.cc): graph/ links without the runtime's parameters.
+  const char* s = std::getenv("NCCL_PAT_ENABLE");
+  if (s == nullptr || *s == '\0') return 2;
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 0);
+  if (end == s) return 2;
+  return v == 2 ? 2 : v != 0 ? 1 : 0;
+}
+
 TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
                             const RankPlacement& place, int channels) {
   TunerInput in;
@@ -182,6 +194,7 @@ TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const T
   in.ring = &ring;
   in.tree = &tree;
   in.ring_channels = in.tree_channels = channels > 0 ? channels : modelled_channels(ring, tree);
+  in.pat_enable = pat_enable_param();
   return in;
 }
 

@@ -83,9 +83,12 @@ int modelled_channels(const TopoGraph& ring, const TopoGraph& tree, int min_chan
 // *note (may be null) says which bound cut the count, or is left empty.
 int cuda_channel_count(int modelled, int gpu_sharing, int lo, int hi, int max_blocks, int resident, std::string* note);
 
+// NCCL_PAT_ENABLE as the tuner takes it (TunerInput::pat_enable): 0, 1 or 2.
+int pat_enable_param();
+
 // The cost model's input for ranks placed on `topo` (sm range of the GPUs they play, CPU identity of
 // machine 0, graphs, channels = modelled_channels unless `channels` > 0). `enable` and
-// net_overhead_us are left at their defaults for the caller to set.
+// net_overhead_us are left at their defaults for the caller to set; pat_enable is NCCL_PAT_ENABLE's.
 TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
                             const RankPlacement& place, int channels);
 

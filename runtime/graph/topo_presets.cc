@@ -541,6 +541,33 @@ void build_nvlink_pairs(Topology* t) {
   t->description = "4x RTX A6000 on 2 PCIe Gen4 switches, NVLink bridges 0-1 and 2-3, 1x 100G NIC";
 }
 
+// ---- pcie-1gpu -----------------------------------------------------------------------------------
+// One GPU per machine (the set-up where NCCL 2.28.9 turns PAT on by default): an H100 PCIe (sm90) and a
+// ConnectX-7 NDR 400 Gb/s NIC on one PCIe Gen5 x16 switch under an Intel Xeon (Sapphire Rapids, family
+// 6 model 0x8F). With PRESET:N, N such machines on the rail fabric.
+//
+//            cpu0               Xeon (Sapphire Rapids), PCIe Gen5 root
+//             |
+//            pci0               PCIe Gen5 x16 switch
+//           /    \
+//        gpu0    nic0 - net0    H100 PCIe (sm90); ConnectX-7 400 Gb/s
+const char kPcie1Gpu[] =
+    "           cpu0               Xeon (Sapphire Rapids), PCIe Gen5 root\n"
+    "            |\n"
+    "           pci0               PCIe Gen5 x16 switch\n"
+    "          /    \\\n"
+    "       gpu0    nic0 - net0    H100 PCIe (sm90); ConnectX-7 400 Gb/s\n";
+
+void build_pcie_1gpu(Topology* t) {
+  Machine m(t);
+  int cpu = m.cpu(CpuVendor::kIntel, 6, 0x8f, "ffffffff");
+  int sw = m.pci_switch(cpu, 0x17, 5);
+  m.gpu(sw, 0x19, 90, 5, "0x2331");
+  m.nic(sw, 0x1a, 5, 400000, "0x1021");
+  t->name = "pcie-1gpu";
+  t->description = "1x H100 PCIe and 1x NDR 400G NIC on one PCIe Gen5 switch (one GPU per machine)";
+}
+
 struct Preset {
   const char* name;
   void (*build)(Topology*);
@@ -555,6 +582,7 @@ const Preset kPresets[] = {
     {"pcie-4gpu", build_pcie_4gpu, kPcie4Gpu},
     {"pcie-8gpu-2socket", build_pcie_8gpu_2socket, kPcie8Gpu2Socket},
     {"nvlink-pairs", build_nvlink_pairs, kNvlinkPairs},
+    {"pcie-1gpu", build_pcie_1gpu, kPcie1Gpu},
 };
 
 const Preset* find_preset(const std::string& name) {

@@ -26,6 +26,7 @@ constexpr int kA = kNumAlgos;
 constexpr int kP = kNumProtos;
 constexpr int kTree = static_cast<int>(AlgoKind::kTree);
 constexpr int kRing = static_cast<int>(AlgoKind::kRing);
+constexpr int kPat = static_cast<int>(AlgoKind::kPat);
 constexpr int kLL = static_cast<int>(ProtoKind::kLL);
 constexpr int kLL128 = static_cast<int>(ProtoKind::kLL128);
 constexpr int kSimple = static_cast<int>(ProtoKind::kSimple);
@@ -155,14 +156,14 @@ int ll_row(const TunerInput& in) {
 
 const TopoGraph* graph_of(const TunerInput& in, int a) {
   if (a == kRing) return in.ring;
-  if (a == kTree) return in.tree;
+  if (a == kTree || a == kPat) return in.tree;  // NCCL's graphs[NCCL_ALGO_PAT] is the tree graph
   return nullptr;
 }
 
 // Channels the communicator runs for this algorithm (NCCL's comm->nChannels).
 int comm_channels(const TunerInput& in, int a) {
   const TopoGraph* g = graph_of(in, a);
-  int explicit_nc = a == kRing ? in.ring_channels : a == kTree ? in.tree_channels : 0;
+  int explicit_nc = a == kRing ? in.ring_channels : a == kTree || a == kPat ? in.tree_channels : 0;
   if (explicit_nc > 0) return explicit_nc;
   return g != nullptr && g->nchannels > 0 ? g->nchannels : 1;
 }
@@ -184,10 +185,12 @@ int nsteps_of(CollKind coll, int nranks) {
   return nranks;
 }
 
-// Whether cclab models this combination at all: Ring for every collective, Tree for AllReduce.
+// Whether cclab models this combination at all: Ring for every collective, Tree for AllReduce, PAT for
+// AllGather and ReduceScatter.
 bool modelled(CollKind coll, int a) {
   if (a == kRing) return true;
   if (a == kTree) return coll == CollKind::kAllReduce;
+  if (a == kPat) return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter;
   return false;
 }
 
@@ -201,7 +204,10 @@ std::string not_modelled_reason(CollKind coll, int a) {
     case AlgoKind::kCollNetChain: return "CollNet needs in-network reduction (SHARP) that cclab does not model";
     case AlgoKind::kNvls:
     case AlgoKind::kNvlsTree: return "NVLS needs NVLink SHARP (a reducing NVSwitch) that cclab does not model";
-    case AlgoKind::kPat: return "PAT is not implemented in cclab";
+    case AlgoKind::kPat:
+      return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter
+                 ? ""
+                 : "NCCL runs PAT for AllGather and ReduceScatter only";
     case AlgoKind::kCustom: return "a custom algorithm has no NCCL cost model";
   }
   return "unknown algorithm";
@@ -264,6 +270,14 @@ double model_latency(const TunerInput& in, CollKind coll, int a, int p, std::str
     }
     return base + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat;
   }
+  if (a == kPat) {
+    // PAT (AllGather/ReduceScatter): a log part over the nodes and a linear part over the ranks.
+    const int levels = log2i(nnodes);
+    if (how)
+      *how = format("base %s + log2(%d nodes) %d x NET %s / 3.5 + 2.8 x %d ranks", num(base).c_str(), nnodes, levels,
+                    inter_how.c_str(), nranks);
+    return base + levels * (inter_lat / 3.5) + nranks * 2.8;
+  }
   // Tree AllReduce: up and down the chain of ppn GPUs and log2(nnodes) levels of the node tree.
   int levels = log2i(nnodes);
   if (how) {
@@ -322,8 +336,13 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
     bus *= .85;
     s += format("; simple tree pattern x 0.85 = %s", num(bus).c_str());
   }
-  // Bus bandwidth to algorithm bandwidth.
-  if (a == kRing) {
+  if (a == kPat) {
+    bus *= .75;
+    s += format("; PAT x 0.75 = %s (AllGather/ReduceScatter: no algorithm-bandwidth ratio)", num(bus).c_str());
+  }
+  // Bus bandwidth to algorithm bandwidth (NCCL leaves AllGather/ReduceScatter's non-ring algorithms as they are).
+  if (a == kPat) {
+  } else if (a == kRing) {
     int nsteps = nsteps_of(coll, in.nranks);
     bus *= static_cast<double>(in.nranks) / nsteps;
     s += format("; x nRanks/nsteps %d/%d", in.nranks, nsteps);
@@ -456,6 +475,20 @@ bool is_enabled(const TunerInput& in, CollKind coll, int a, int p, std::string* 
     if (why) *why = "disabled by NCCL_PROTO";
     return false;
   }
+  if (a == kPat) {
+    // ncclPatEnable and the PAT rows of ncclTopoTuneModel.
+    auto no = [&](const std::string& r) {
+      if (why) *why = r;
+      return false;
+    };
+    if (p != kSimple) return no("PAT runs the Simple protocol only");
+    if (in.sm_min < 60) return no(format("PAT needs sm60 or newer (sm %d)", in.sm_min));
+    if (in.pat_enable == 0) return no("disabled by NCCL_PAT_ENABLE=0");
+    if (in.pat_enable == 2 && in.nnodes != in.nranks)
+      return no(format("PAT needs one GPU per node (%d ranks on %d nodes; NCCL_PAT_ENABLE=1 forces it)", in.nranks,
+                       in.nnodes));
+    if (in.host.cores > 0) return no("the host model has no PAT costs");
+  }
   if (p == kLL128 && !in.enable.proto_from_env[c]) return ll128_default(in, a, why);
   return true;
 }
@@ -528,6 +561,7 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
   max_threads_[kRing][kSimple] = slow_ring ? 256 : kSimpleMaxNthreads;
   max_threads_[kTree][kSimple] = kSimpleMaxNthreads;
   for (int a = 2; a <= 5; a++) max_threads_[a][kSimple] = kMaxNthreads;  // CollNet, NVLS
+  max_threads_[kPat][kSimple] = kMaxNthreads;
   max_threads_[kRing][kLL] = max_threads_[kTree][kLL] = kLLMaxNthreads;
   max_threads_[kRing][kLL128] = max_threads_[kTree][kLL128] = kLL128MaxNthreads;
 
@@ -600,7 +634,7 @@ double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind 
   return lat * lat_count + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) const {
+TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, bool allow_pat) const {
   TunerChoice out;
   if (coll_index(coll) < 0 || coll_index(coll) >= kNumColls) return out;
   int best_a = -1, best_p = -1, best_nc = 1;
@@ -611,6 +645,7 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) con
   } else {
     // topoGetAlgoInfo: the lowest time wins; ties go to the lower algorithm, then protocol index.
     for (int a = 0; a < kA; a++) {
+      if (a == kPat && !allow_pat) continue;
       for (int p = 0; p < kP; p++) {
         int nc = 1;
         double t = time_us(coll, bytes, static_cast<AlgoKind>(a), static_cast<ProtoKind>(p), num_pipe_ops, &nc);
@@ -645,7 +680,7 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops) con
     if (best_a == kTree) nt += 4 * kWarpSize;  // split thread model
   }
   if (nt / kWarpSize < 3) nt = 3 * kWarpSize;
-  if (best_a == kTree) nt = kMaxNthreads;  // "Tree now uses all threads always"
+  if (best_a == kTree || best_a == kPat) nt = kMaxNthreads;  // Tree and PAT always use all threads
   out.nchannels = static_cast<int>(nc);
   out.nthreads = static_cast<int>(nt);
   return out;
@@ -759,8 +794,13 @@ std::string CostModel::describe() const {
                   num(g->latency_inter).c_str(), comm_channels(in, a),
                   ll128 ? "LL128 on by default" : why.c_str());
   }
-  out += "  CollNetDirect/CollNetChain (SHARP), NVLS/NVLSTree (NVLink SHARP) and PAT are not modelled by cclab: "
+  out += "  CollNetDirect/CollNetChain (SHARP) and NVLS/NVLSTree (NVLink SHARP) are not modelled by cclab: "
          "bandwidth 0\n";
+  if (!host_model()) {
+    std::string why;
+    out += format("  PAT (AllGather/ReduceScatter, tree graph): %s\n",
+                  is_enabled(in, CollKind::kAllGather, kPat, kSimple, &why) ? "on (Simple)" : why.c_str());
+  }
 
   // The TUNING table, in NCCL's layout: blocks of three algorithms, rows in ncclFunc_t order,
   // "latency(us)/bandwidth(GB/s)" per protocol.

@@ -56,6 +56,7 @@ struct TunerInput {
   int tree_channels = 0;         // 0 = the graph's nchannels
   AlgoProtoEnable enable;        // NCCL_ALGO / NCCL_PROTO (everything enabled by default)
   double net_overhead_us = -1;   // NCCL_NET_OVERHEAD; -1 = NCCL's default per CPU vendor
+  int pat_enable = 2;            // NCCL_PAT_ENABLE: 0 off, 1 on, 2 NCCL's rule (one GPU per node)
   HostCosts host;                // host.cores > 0: the host backend's own machine (one host) instead of GPUs
 };
 
@@ -88,7 +89,9 @@ class CostModel {
                  int num_pipe_ops = 1, int* nchannels = nullptr) const;
 
   // NCCL's choice: lowest time among enabled combinations, then channel/thread trimming.
-  TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1) const;
+  // allow_pat = false: the call's reduction scales (ncclAvg, a pre-multiplied sum), which NCCL's PAT
+  // ReduceScatter does not run (updateCollCostTable skips it).
+  TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1, bool allow_pat = true) const;
 
   // "Tree/LL at 64 KiB: 13.0 us = latency 12.1 us (base 6.8 + 2 x (7 x 0.6 + ...)) + 0.9 us for
   // 65536 B at 72.0 GB/s; not chosen: Ring/LL 14.2 us ..." - the derivation of one prediction.

@@ -45,7 +45,8 @@ std::vector<std::string> route(const Topology& t, const TopoPath& p) {
 
 TEST(TopoPresets, NamesAndCounts) {
   EXPECT_EQ(preset_names(), (std::vector<std::string>{"dgx-a100", "dgx-h100", "dgx-b200", "gb200-nvl72",
-                                                       "pcie-4gpu", "pcie-8gpu-2socket", "nvlink-pairs"}));
+                                                       "pcie-4gpu", "pcie-8gpu-2socket", "nvlink-pairs",
+                                                       "pcie-1gpu"}));
   struct Expect {
     const char* name;
     int gpu, pci, nvs, cpu, nic, net, links;
@@ -60,6 +61,7 @@ TEST(TopoPresets, NamesAndCounts) {
       {"pcie-4gpu", 4, 2, 0, 1, 1, 1, 16},
       {"pcie-8gpu-2socket", 8, 4, 0, 2, 2, 2, 34},
       {"nvlink-pairs", 4, 2, 0, 1, 1, 1, 20},
+      {"pcie-1gpu", 1, 1, 0, 1, 1, 1, 8},  // cpu-pci, pci-gpu, pci-nic, nic-net, both ways
   };
   for (const Expect& e : expect) {
     SCOPED_TRACE(e.name);
@@ -766,7 +768,7 @@ TEST(TopoSpec, Parse) {
   EXPECT_FALSE(parse_topo_spec("dgx-h200:2", &preset_name, &machines, &error));
   EXPECT_EQ(error,
             "unknown topology preset 'dgx-h200' in 'dgx-h200:2' (valid: dgx-a100, dgx-h100, "
-            "dgx-b200, gb200-nvl72, pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs)");
+            "dgx-b200, gb200-nvl72, pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs, pcie-1gpu)");
   EXPECT_FALSE(parse_topo_spec("", &preset_name, &machines, &error));
   EXPECT_NE(error.find("unknown topology preset ''"), std::string::npos);
   EXPECT_FALSE(parse_topo_spec("dgx-h100:0", &preset_name, &machines, &error));
@@ -787,7 +789,7 @@ TEST(TopoSpec, MakePresetErrors) {
   std::string error;
   EXPECT_FALSE(make_preset_topology("dgx", 1, FabricSpec(), &t, &error));
   EXPECT_EQ(error, "unknown topology preset 'dgx' (valid: dgx-a100, dgx-h100, dgx-b200, gb200-nvl72, "
-                   "pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs)");
+                   "pcie-4gpu, pcie-8gpu-2socket, nvlink-pairs, pcie-1gpu)");
   EXPECT_FALSE(make_preset_topology("dgx-a100", 0, FabricSpec(), &t, &error));
   EXPECT_EQ(error, "machine count must be >= 1, got 0");
   FabricSpec bad;

@@ -222,6 +222,7 @@ struct Case {
   size_t count;
   RedOpArg op;
   int lanes;
+  bool pat = false;  // PAT all_gather / reduce_scatter (kernels/pat.h) instead of the ring
 };
 
 int buff_bytes_of(int proto) {
@@ -250,8 +251,9 @@ CollWork work_of(const Case& c, int r, const void* in, void* out, uint64_t op_co
   w.redop.nranks = c.nranks;
   w.op_count = op_count;
   const int bb = buff_bytes_of(c.proto);
-  w.chunk_bytes = c.tree ? tree_chunk_bytes(c.proto, bb, in_elems(c) * 4, c.nch, 2, c.nranks)
-                         : ring_chunk_bytes(c.coll, c.proto, bb);
+  w.chunk_bytes = c.pat    ? pat_chunk_bytes(c.coll, bb, c.count * c.nranks * 4, c.nch)
+                  : c.tree ? tree_chunk_bytes(c.proto, bb, in_elems(c) * 4, c.nch, 2, c.nranks)
+                           : ring_chunk_bytes(c.coll, c.proto, bb);
   return w;
 }
 
@@ -278,8 +280,23 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
         const TreeLinks tree = tree_of(c, ch, r);
         const CollWork w = work_of(c, r, in[r].data(), (*out)[r].data(), static_cast<uint64_t>(op));
         BlockWork bw{};
-        bw.kind = c.tree ? kBlockTree : kBlockRing;
+        bw.kind = c.pat ? kBlockPat : c.tree ? kBlockTree : kBlockRing;
         bw.channel = ch;
+        // PAT: the connections along every dimension, and the reduce_scatter's scratch.
+        auto pat = std::make_shared<PatConns>();
+        auto scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
+        if (c.pat) {
+          pat->ndims = pat_dims(c.nranks);
+          for (int d = 0; d < pat->ndims; ++d) {
+            const int down = pat_peer(r, c.nranks, d, false), up = pat_peer(r, c.nranks, d, true);
+            pat->send_down[d] = mesh.send(ch, r, down);
+            pat->recv_down[d] = mesh.recv(ch, down, r);
+            pat->send_up[d] = mesh.send(ch, r, up);
+            pat->recv_up[d] = mesh.recv(ch, up, r);
+          }
+          bw.pat = pat.get();
+          bw.scratch = scratch->data();
+        }
         bw.coll = w;
         bw.tree = tree;
         if (c.tree) {
@@ -302,7 +319,9 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
             HostExec exec(cfg);
             const RingView rv{ring.data(), c.nranks};
             bool ok;
-            if (c.tree) {
+            if (c.pat) {
+              ok = run_pat_channel<T>(exec, w, *pat, ch, reinterpret_cast<T*>(scratch->data()));
+            } else if (c.tree) {
               TreeConns tc{bw.conn[0], bw.conn[1], {bw.conn[2], bw.conn[3], bw.conn[4]},
                            {bw.conn[5], bw.conn[6], bw.conn[7]}, tree.ndown};
               ok = run_tree_channel<T>(exec, w, tree, tc, ch);
@@ -318,6 +337,8 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
             threads.emplace_back([=] {
               BlockWork w2 = bw;
               w2.ring_ranks = ranks->data();
+              (void)pat;  // keeps w2.pat and w2.scratch alive
+              (void)scratch;
               EmuBlock b(shared.get(), l);
               if (!run_block<T>(b, w2) && l == 0) *e = "block executor aborted";
             });
@@ -361,7 +382,8 @@ std::vector<std::vector<T>> inputs(const Case& c, bool exact, uint32_t seed) {
 std::string describe(const Case& c, const char* type) {
   static const char* colls[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter"};
   static const char* protos[] = {"LL", "LL128", "Simple"};
-  return std::string(colls[static_cast<int>(c.coll)]) + (c.tree ? "/Tree/" : "/Ring/") + protos[c.proto] + " " +
+  return std::string(colls[static_cast<int>(c.coll)]) + (c.pat ? "/PAT/" : c.tree ? "/Tree/" : "/Ring/") +
+         protos[c.proto] + " " +
          type + " ranks=" + std::to_string(c.nranks) + " ch=" + std::to_string(c.nch) + " count=" +
          std::to_string(c.count) + " op=" + std::to_string(static_cast<int>(c.op.kind)) + " lanes=" +
          std::to_string(c.lanes);
@@ -445,6 +467,25 @@ TEST(BlockExecTree, AllReduceMatchesTheHostExecutor) {
       expect_same<float>({CollKind::kAllReduce, proto, true, 6, 2, count, kSum, 4}, "float", seed++);
       expect_same<bfloat16_t>({CollKind::kAllReduce, proto, true, 4, 2, count, kAvg, 3}, "bf16", seed++);
     }
+}
+
+// PAT (kernels/pat.h) in the CUDA kernel's body: all_gather and reduce_scatter on a power of two and on
+// 5 ranks (scratch chunks for the partial sums, many 4 KiB chunks per channel), several lane counts.
+TEST(BlockExecPat, AllGatherAndReduceScatterMatchTheHostExecutor) {
+  uint32_t seed = 300;
+  for (CollKind coll : {CollKind::kAllGather, CollKind::kReduceScatter})
+    for (int n : {8, 5})
+      for (size_t count : {size_t(1), size_t(1000), size_t(6151)}) {
+        Case c{coll, kProtoSimple, false, n, 2, count, kSum, 4};
+        c.pat = true;
+        expect_same<float>(c, "float", seed++);
+        c.op = kAvg;
+        c.lanes = 3;
+        expect_same<half_t>(c, "half", seed++);
+        c.op = kMax;
+        c.lanes = 5;
+        expect_same<int8_t>(c, "int8", seed++);
+      }
 }
 
 // LL128 as NCCL moves it: 8 consecutive lanes write and read each 128-byte line, 16 bytes each. Every

@@ -52,7 +52,7 @@ TEST_P(PayloadTest, ExactOnEveryRank) {
     ASSERT_EQ(r.sizes.size(), 1u);
     const SimSizeResult& s = r.sizes[0];
     EXPECT_EQ(s.wrong, 0) << topo << " " << coll_label(coll) << " " << algo << "/" << proto << " " << bytes << " B";
-    EXPECT_EQ(s.algo, algo == "tree" ? AlgoKind::kTree : AlgoKind::kRing);
+    EXPECT_EQ(s.algo, algo == "tree" ? AlgoKind::kTree : algo == "PAT" ? AlgoKind::kPat : AlgoKind::kRing);
     EXPECT_GT(s.time_us, 0);
     EXPECT_GT(s.slices, 0u);
   }
@@ -69,6 +69,9 @@ std::vector<Case> cases() {
     for (CollKind c : all) out.emplace_back("dgx-h100", c, "ring", proto);
     out.emplace_back("dgx-h100", CollKind::kAllReduce, "tree", proto);
   }
+  // PAT (kernels/pat.h) at one GPU per machine, on a power of two and on 5 and 7 machines.
+  for (const char* topo : {"pcie-1gpu:8", "pcie-1gpu:5", "pcie-1gpu:7"})
+    for (CollKind c : {CollKind::kAllGather, CollKind::kReduceScatter}) out.emplace_back(topo, c, "PAT", "Simple");
   for (const char* topo : {"pcie-8gpu-2socket", "nvlink-pairs:2"}) {
     for (const char* proto : {"LL", "LL128"}) {
       out.emplace_back(topo, CollKind::kAllReduce, "ring", proto);
@@ -99,6 +102,28 @@ TEST(Sim, PayloadTypesAndOps) {
       ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
       EXPECT_EQ(r.sizes.at(0).wrong, 0) << sim_type_name(t) << " op " << static_cast<int>(op);
     }
+}
+
+// PAT reduce_scatter and all_gather over every datatype the payload check models (int8, int32, half,
+// float, double, bfloat16) and every op, on 6
+// machines of one GPU (a non-power of two: the partial sums of blocks 1..5 wait in the scratch chunks),
+// at an odd count that leaves the last slice short.
+TEST(Sim, PatPayloadTypesAndOps) {
+  for (CollKind coll : {CollKind::kReduceScatter, CollKind::kAllGather})
+    for (SimType t : {SimType::kInt8, SimType::kInt32, SimType::kFloat16, SimType::kFloat32, SimType::kFloat64,
+                      SimType::kBfloat16})
+      for (RedOpKind op : {RedOpKind::kSum, RedOpKind::kProd, RedOpKind::kMax, RedOpKind::kMin}) {
+        if (coll == CollKind::kAllGather && op != RedOpKind::kSum) continue;
+        SimConfig cfg = payload_config("pcie-1gpu:6", coll, "PAT", "", 6 * 1021 * sim_type_size(t));
+        cfg.type = t;
+        cfg.op = op;
+        SimResult r;
+        std::string err;
+        ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+        EXPECT_EQ(r.sizes.at(0).algo, AlgoKind::kPat) << sim_type_name(t);
+        EXPECT_EQ(r.sizes.at(0).wrong, 0) << coll_label(coll) << " " << sim_type_name(t) << " op "
+                                          << static_cast<int>(op);
+      }
 }
 
 // Same inputs, same times and the same event log, bit for bit.

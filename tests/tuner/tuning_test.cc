@@ -291,7 +291,7 @@ TEST(TunerH100, AlgoAndProtoEnvChangeTheChoice) {
 TEST(TunerH100, UnmodelledAlgorithmsAreUnavailable) {
   H100x8 s;
   for (CollKind coll : {AR, BC, RD, AG, RS})
-    for (AlgoKind a : {CND, AlgoKind::kCollNetChain, NVLS, AlgoKind::kNvlsTree, PAT})
+    for (AlgoKind a : {CND, AlgoKind::kCollNetChain, NVLS, AlgoKind::kNvlsTree, PAT})  // PAT: 8 GPUs per node
       for (ProtoKind p : {LL, LL128, SIMPLE}) {
         EXPECT_EQ(s.model.bandwidth(coll, a, p), 0);
         EXPECT_EQ(s.model.time_us(coll, MiB, a, p), -1);
@@ -299,8 +299,65 @@ TEST(TunerH100, UnmodelledAlgorithmsAreUnavailable) {
       }
   EXPECT_NE(s.model.explain(AR, MiB, NVLS, SIMPLE).find("NVLink SHARP"), std::string::npos);
   EXPECT_NE(s.model.explain(AR, MiB, CND, SIMPLE).find("SHARP"), std::string::npos);
-  EXPECT_NE(s.model.explain(AG, MiB, PAT, SIMPLE).find("not implemented"), std::string::npos);
+  EXPECT_NE(s.model.explain(AG, MiB, PAT, SIMPLE).find("one GPU per node"), std::string::npos);
+  EXPECT_NE(s.model.explain(AR, MiB, PAT, SIMPLE).find("AllGather and ReduceScatter only"), std::string::npos);
   EXPECT_NE(s.model.explain(AG, MiB, TREE, LL).find("no Tree"), std::string::npos);
+}
+
+// PAT at one GPU per node (pcie-1gpu:8: tree graph 2 channels x 24 GB/s, PIX to the NIC, Intel, sm90):
+//   latency   = base 8 + log2(8) x interLat 14 / 3.5 + 2.8 x 8 ranks = 8 + 12 + 22.4 = 42.4 us
+//   bandwidth = 2 ch x bwInter 24 x 0.75 = 36 GB/s, no bus-to-algorithm ratio for AllGather/ReduceScatter
+// Ring/LL AllGather: 6.6 + 7 inter steps x 5.0 = 41.6 us at min(llMaxBw 20.4, 0.5 x 48) x 8/7 = 23.31 GB/s.
+// So at 64 KiB PAT (42.4 + 1.82 = 44.22 us) beats Ring/LL (41.6 + 2.81 = 44.41 us); at 8 KiB Ring/LL wins.
+TEST(TunerPat, OneGpuPerNodeCostsAndChoices) {
+  System s(8, 1, 90, 2, 24, PathType::kLoc, PathType::kPix, 4);
+  s.init();
+  for (CollKind coll : {AG, RS}) {
+    EXPECT_NEAR(s.model.latency_us(coll, PAT, SIMPLE), 42.4, 1e-9);
+    EXPECT_NEAR(s.model.bandwidth(coll, PAT, SIMPLE), 36.0, 1e-9);
+    EXPECT_EQ(s.model.bandwidth(coll, PAT, LL), 0);
+    EXPECT_EQ(s.model.bandwidth(coll, PAT, LL128), 0);
+    EXPECT_NEAR(s.model.time_us(coll, 64 * KiB, PAT, SIMPLE), 42.4 + 65536.0 / 36000, 1e-9);
+    EXPECT_EQ(choice_str(s.model.choose(coll, 8 * KiB)), "Ring/LL");
+    const TunerChoice c = s.model.choose(coll, 64 * KiB);
+    EXPECT_EQ(choice_str(c), "PAT/Simple");
+    EXPECT_EQ(c.nthreads, 640);  // Tree and PAT always run NCCL_MAX_NTHREADS
+    EXPECT_EQ(c.nchannels, 1);   // 64 KiB < 2 x 640 x 64: trimmed to one channel
+    // A scaling reduction (ncclAvg, PreMulSum) never takes PAT (updateCollCostTable).
+    EXPECT_NE(s.model.choose(coll, 64 * KiB, 1, false).algo, PAT);
+  }
+  for (CollKind coll : {AR, BC, RD}) EXPECT_EQ(s.model.bandwidth(coll, PAT, SIMPLE), 0);
+  // Large sizes go back to the ring: its bandwidth 2 x 24 x 8/7 = 54.9 GB/s beats PAT's 36.
+  EXPECT_EQ(choice_str(s.model.choose(AG, 64 * MiB)), "Ring/Simple");
+  // NCCL_PAT_ENABLE: 0 turns it off; NCCL_ALGO=PAT leaves nothing else.
+  s.in.pat_enable = 0;
+  s.init();
+  EXPECT_EQ(s.model.bandwidth(AG, PAT, SIMPLE), 0);
+  EXPECT_NE(s.model.explain(AG, MiB, PAT, SIMPLE).find("NCCL_PAT_ENABLE=0"), std::string::npos);
+  s.in.pat_enable = 2;
+  s.set_algo("PAT");
+  EXPECT_EQ(choice_str(s.model.choose(RS, 8 * KiB)), "PAT/Simple");
+  EXPECT_FALSE(s.model.choose(AR, 8 * KiB).valid);
+  EXPECT_FALSE(s.model.choose(RS, 8 * KiB, 1, false).valid);
+  // Before sm60 (no CUDA atomics) PAT is off whatever NCCL_PAT_ENABLE says.
+  s.in.sm_min = s.in.sm_max = 52;
+  s.in.pat_enable = 1;
+  s.init();
+  EXPECT_EQ(s.model.bandwidth(AG, PAT, SIMPLE), 0);
+}
+
+// Two GPUs per node: off by NCCL's rule, on with NCCL_PAT_ENABLE=1 (then log2(4 nodes) = 2 levels and
+// 8 ranks: 8 + 2 x 14 / 3.5 + 22.4 = 38.4 us).
+TEST(TunerPat, SeveralGpusPerNodeNeedsPatEnable) {
+  System s(4, 2, 90, 2, 24, PathType::kNvl, PathType::kPix, 4);
+  s.init();
+  EXPECT_EQ(s.model.bandwidth(AG, PAT, SIMPLE), 0);
+  EXPECT_NE(s.model.explain(AG, MiB, PAT, SIMPLE).find("one GPU per node (8 ranks on 4 nodes"), std::string::npos)
+      << s.model.explain(AG, MiB, PAT, SIMPLE);
+  s.in.pat_enable = 1;
+  s.init();
+  EXPECT_NEAR(s.model.latency_us(AG, PAT, SIMPLE), 38.4, 1e-9);
+  EXPECT_GT(s.model.bandwidth(AG, PAT, SIMPLE), 0);
 }
 
 TEST(TunerH100, ExplainShowsTheDerivation) {

@@ -139,6 +139,24 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       }
   }
   std::vector<std::string> custom_failure(custom ? w.nchannels : 0);
+  // PAT: the connections along every dimension and the reduce_scatter's scratch, per channel.
+  const bool pat = algo == AlgoKind::kPat;
+  std::vector<PatConns> pat_conns(pat ? w.nchannels : 0);
+  std::vector<std::vector<uint64_t>> pat_scratch(pat ? w.nchannels : 0);
+  for (int c = 0; c < static_cast<int>(pat_conns.size()); ++c) {
+    PatConns& pc = pat_conns[c];
+    pc.ndims = pat_dims(comm->nranks);
+    for (int d = 0; d < pc.ndims && comm->nranks > 1; ++d) {
+      PeerConns& down = comm->channels[c].peers[pat_peer(comm->rank, comm->nranks, d, false)];
+      PeerConns& up = comm->channels[c].peers[pat_peer(comm->rank, comm->nranks, d, true)];
+      pc.send_down[d] = &down.send[w.proto].info;
+      pc.recv_down[d] = &down.recv[w.proto].info;
+      pc.send_up[d] = &up.send[w.proto].info;
+      pc.recv_up[d] = &up.recv[w.proto].info;
+    }
+    pat_scratch[c].resize((pat_scratch_bytes(w) + sizeof(uint64_t) - 1) / sizeof(uint64_t));
+  }
+  HostPatFn pat_fn = host_pat_kernel(op.type);
   HostCollFn fn = host_coll_kernel(op.type);
   HostTreeFn tree_fn = host_tree_kernel(op.type);
   HostComm& hc = host_of(comm);
@@ -157,6 +175,10 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       comm->custom_algo->desc->run[op.type](custom_exec_vtable<HostExec>(), &ctx, w, c, comm->custom_topo,
                                             custom_send[c].data(), custom_recv[c].data());
       custom_failure[c] = ctx.failure;
+      return;
+    }
+    if (pat) {
+      pat_fn(ex, w, pat_conns[c], c, pat_scratch[c].data());
       return;
     }
     if (tree) {

@@ -8,7 +8,9 @@ namespace cclab {
   bool host_coll_##NAME(HostExec& exec, const CollWork& w, const RingView& ring, int channel,         \
                         ConnInfo* recv, ConnInfo* send);                                              \
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
-                        const TreeConns& conns, int channel);
+                        const TreeConns& conns, int channel);                                 \
+  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
+                       void* scratch);
 CCLAB_DECLARE_KERNEL(int8)
 CCLAB_DECLARE_KERNEL(uint8)
 CCLAB_DECLARE_KERNEL(int32)
@@ -38,6 +40,15 @@ HostTreeFn host_tree_kernel(ncclDataType_t type) {
       host_tree_int8,    host_tree_uint8,   host_tree_int32,   host_tree_uint32,
       host_tree_int64,   host_tree_uint64,  host_tree_float16, host_tree_float32,
       host_tree_float64, host_tree_bfloat16, host_tree_fp8e4m3, host_tree_fp8e5m2,
+  };
+  return table[type];
+}
+
+HostPatFn host_pat_kernel(ncclDataType_t type) {
+  static const HostPatFn table[ncclNumTypes] = {
+      host_pat_int8,    host_pat_uint8,   host_pat_int32,   host_pat_uint32,
+      host_pat_int64,   host_pat_uint64,  host_pat_float16, host_pat_float32,
+      host_pat_float64, host_pat_bfloat16, host_pat_fp8e4m3, host_pat_fp8e5m2,
   };
   return table[type];
 }

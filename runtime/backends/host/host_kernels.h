@@ -7,6 +7,7 @@
 #include "cclab/nccl.h"
 #include "backends/host/host_exec.h"
 #include "kernels/p2p.h"
+#include "kernels/pat.h"
 #include "kernels/tree.h"
 #include "kernels/trees.h"
 #include "kernels/work.h"
@@ -19,10 +20,16 @@ using HostCollFn = bool (*)(HostExec& exec, const CollWork& w, const RingView& r
 using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
                             int channel);
 
+// PAT all_gather / reduce_scatter: `scratch` holds pat_scratch_bytes(w) bytes.
+using HostPatFn = bool (*)(HostExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
+
 // The ring kernel for `type` (a valid ncclDataType_t).
 HostCollFn host_coll_kernel(ncclDataType_t type);
 // The tree all_reduce kernel for `type`.
 HostTreeFn host_tree_kernel(ncclDataType_t type);
+
+// The PAT kernel for `type`.
+HostPatFn host_pat_kernel(ncclDataType_t type);
 
 // Point-to-point kernels (bytes, no datatype).
 bool host_p2p_send(HostExec& exec, const P2pWork& w, int channel, ConnInfo* send);

@@ -1,4 +1,4 @@
-// Included once per datatype by host_kernels_<type>.cc: instantiates every ring collective for T.
+// Included once per datatype by host_kernels_<type>.cc: instantiates every ring, tree and PAT collective for T.
 #pragma once
 
 #include "backends/host/host_kernels.h"
@@ -13,5 +13,9 @@
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
                         const TreeConns& conns, int channel) {                                        \
     return run_tree_channel<T, HostExec>(exec, w, tree, conns, channel);                              \
+  }                                                                                                   \
+  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
+                       void* scratch) {                                                               \
+    return run_pat_channel<T, HostExec>(exec, w, conns, channel, static_cast<T*>(scratch));           \
   }                                                                                                   \
   }
