@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/collectives.h"
+#include "kernels/nvls.h"
 #include "kernels/dtypes.h"
 #include "sim/world.h"
 
@@ -16,6 +17,9 @@
   bool sim_tree_##NAME(SimExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,\
                        int channel) {                                                                 \
     return run_tree_channel<T, SimExec>(exec, w, tree, conns, channel);                               \
+  }                                                                                                   \
+  bool sim_nvls_##NAME(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles) {    \
+    return run_nvls_channel<T, SimExec>(exec, w, conn, channel, roles);                               \
   }                                                                                                   \
   }                                                                                                   \
   }

@@ -69,7 +69,8 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
                       const char* algo_env, const char* proto_env, TunerInput* in, std::string* error,
                       int min_channels = 0, int max_channels = 0);
 
-// The six combinations the table shows, in column order: Ring then Tree, each LL, LL128, Simple.
+// The combinations the table shows, in column order: Ring then Tree, each LL, LL128, Simple; then
+// NVLS/Simple (NVLS runs Simple only).
 struct AlgoProto {
   AlgoKind algo;
   ProtoKind proto;

@@ -36,22 +36,25 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // the combinations NCCL_ALGO / NCCL_PROTO leave enabled (graph/tuning.h). The same on every rank,
 // since the model's inputs are agreed at init. Fails when the environment leaves nothing cclab can
 // run for this collective.
+// nvls_ok: the call's datatype and op have a multimem reduction (graph/tuning.h, nvls_op_supported).
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
-                               double* time_us, int* nchannels = nullptr) {
+                               double* time_us, int* nchannels = nullptr, bool nvls_ok = true) {
   TunerChoice c;
   {
     std::lock_guard<std::mutex> lk(comm->choice_mu);
-    if (comm->choice_bytes != bytes || comm->choice_coll != coll) {
-      comm->choice = comm->tuner.choose(coll, bytes);
+    if (comm->choice_bytes != bytes || comm->choice_coll != coll || comm->choice_nvls_ok != nvls_ok) {
+      comm->choice = comm->tuner.choose(coll, bytes, 1, nvls_ok);
       comm->choice_coll = coll;
       comm->choice_bytes = bytes;
+      comm->choice_nvls_ok = nvls_ok;
     }
     c = comm->choice;
   }
-  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree))
+  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree && !(c.algo == AlgoKind::kNvls && comm->nvls_runs)))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
-                        "runs: Ring for every collective, Tree for AllReduce)",
+                        "runs: Ring for every collective, Tree for AllReduce, NVLS on a modelled NVSwitch machine of "
+                        "sm90+)",
                         coll_name(coll), param_str("NCCL_ALGO", "(unset)").c_str(),
                         param_str("NCCL_PROTO", "(unset)").c_str());
   *algo = c.algo;
@@ -138,7 +141,8 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
     algo = AlgoKind::kCustom;
     w.proto = kProtoSimple;
   } else {
-    res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels);
+    res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels,
+                            nvls_op_supported(op.coll, op.type, op.op));
     if (res != ncclSuccess) return res;
   }
   // The host model (graph/tuning.h, HostCosts) picks the channel count with the algorithm and protocol,
@@ -147,7 +151,8 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
                     ? std::max(1, std::min(model_channels, comm->nchannels))
                     : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
-  w.chunk_bytes = custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
+  w.chunk_bytes = algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, w.nchannels, comm->nranks, comm->nvls_step_bytes)
+                  : custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
                   : tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
                                             comm->nranks)
                          : ring_chunk_bytes(op.coll, w.proto, comm->proto_buff_bytes[w.proto]);
@@ -254,7 +259,8 @@ ncclResult_t group_simulate_end(double* time_us) {
     AlgoKind algo;
     int proto;
     double t = 0;
-    ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t);
+    ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t, nullptr,
+                                       nvls_op_supported(op.coll, op.type, op.op));
     if (r != ncclSuccess) return r;
     per_comm[comm] += t;
   }

@@ -8,7 +8,8 @@ namespace cclab {
   bool host_coll_##NAME(HostExec& exec, const CollWork& w, const RingView& ring, int channel,         \
                         ConnInfo* recv, ConnInfo* send);                                              \
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
-                        const TreeConns& conns, int channel);
+                        const TreeConns& conns, int channel);                                         \
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
 CCLAB_DECLARE_KERNEL(int8)
 CCLAB_DECLARE_KERNEL(uint8)
 CCLAB_DECLARE_KERNEL(int32)
@@ -38,6 +39,15 @@ HostTreeFn host_tree_kernel(ncclDataType_t type) {
       host_tree_int8,    host_tree_uint8,   host_tree_int32,   host_tree_uint32,
       host_tree_int64,   host_tree_uint64,  host_tree_float16, host_tree_float32,
       host_tree_float64, host_tree_bfloat16, host_tree_fp8e4m3, host_tree_fp8e5m2,
+  };
+  return table[type];
+}
+
+HostNvlsFn host_nvls_kernel(ncclDataType_t type) {
+  static const HostNvlsFn table[ncclNumTypes] = {
+      host_nvls_int8,    host_nvls_uint8,   host_nvls_int32,   host_nvls_uint32,
+      host_nvls_int64,   host_nvls_uint64,  host_nvls_float16, host_nvls_float32,
+      host_nvls_float64, host_nvls_bfloat16, host_nvls_fp8e4m3, host_nvls_fp8e5m2,
   };
   return table[type];
 }

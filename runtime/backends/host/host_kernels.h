@@ -6,6 +6,7 @@
 
 #include "cclab/nccl.h"
 #include "backends/host/host_exec.h"
+#include "kernels/nvls.h"
 #include "kernels/p2p.h"
 #include "kernels/tree.h"
 #include "kernels/trees.h"
@@ -19,10 +20,14 @@ using HostCollFn = bool (*)(HostExec& exec, const CollWork& w, const RingView& r
 using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
                             int channel);
 
+using HostNvlsFn = bool (*)(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
+
 // The ring kernel for `type` (a valid ncclDataType_t).
 HostCollFn host_coll_kernel(ncclDataType_t type);
 // The tree all_reduce kernel for `type`.
 HostTreeFn host_tree_kernel(ncclDataType_t type);
+// The NVLS kernel (AllReduce, AllGather, ReduceScatter) for `type`.
+HostNvlsFn host_nvls_kernel(ncclDataType_t type);
 
 // Point-to-point kernels (bytes, no datatype).
 bool host_p2p_send(HostExec& exec, const P2pWork& w, int channel, ConnInfo* send);

@@ -3,6 +3,7 @@
 
 #include "backends/host/host_kernels.h"
 #include "kernels/collectives.h"
+#include "kernels/nvls.h"
 
 #define CCLAB_HOST_KERNEL(T, NAME)                                                                    \
   namespace cclab {                                                                                   \
@@ -13,5 +14,8 @@
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
                         const TreeConns& conns, int channel) {                                        \
     return run_tree_channel<T, HostExec>(exec, w, tree, conns, channel);                              \
+  }                                                                                                   \
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel) {             \
+    return run_nvls_channel<T, HostExec>(exec, w, conn, channel);                                     \
   }                                                                                                   \
   }
