@@ -59,6 +59,7 @@
 #include <stdint.h>
 
 #include "kernels/fifo.h"
+#include "kernels/nvls.h"
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
 #include "kernels/proto_ll.h"
@@ -75,6 +76,17 @@
 #endif
 
 namespace cclab {
+
+// NVLS's multimem data operations on a Block (kernels/nvls.h): each returns false when the block has
+// none for this type and op, and the executor then emulates them over the unicast copies. A GPU block
+// of sm90+ has them (kernels/cuda/device_block.h: multimem.ld_reduce / multimem.st through the
+// multicast address); a host thread playing a block has not.
+template <class B, typename T>
+CCLAB_HD bool block_mc_ld_reduce(B&, const RedOp<T>&, T*, const char*, size_t, bool) { return false; }
+template <class B, typename T>
+CCLAB_HD bool block_mc_ld_reduce_st(B&, const RedOp<T>&, const char*, char*, size_t, bool) { return false; }
+template <class B, typename T>
+CCLAB_HD bool block_mc_st(B&, char*, const T*, size_t) { return false; }
 
 // Where one block is, for the host: written by lane 0 with volatile stores into memory the host can
 // read while the kernel runs (mapped pinned memory on the CUDA backend).
@@ -216,6 +228,33 @@ class BlockExec {
   CCLAB_HD int lanes() const { return b_.nthreads(); }
   CCLAB_HD void wire(const ConnInfo&, size_t) {}
   CCLAB_HD bool moves_data() const { return true; }
+
+  // ---- NVLS (kernels/nvls.h) ------------------------------------------------------------------------
+  // Through the multicast address with the Block's multimem instructions where it has them, else over
+  // the unicast copies (every lane its share of the packs, as reduce_copy). The counters go through the
+  // unicast copies: lane 0 waits on / stores each rank's.
+  template <typename T>
+  CCLAB_HD void mc_ld_reduce(const RedOp<T>& op, T* dst, const NvlsConn& c, size_t off, size_t n, bool post) {
+    if (c.mc != nullptr && block_mc_ld_reduce(b_, op, dst, c.mc + off, n, post)) return;
+    nvls_emulate_ld_reduce(*this, op, dst, c, off, n, post);
+  }
+  template <typename T>
+  CCLAB_HD void mc_st(const RedOp<T>& op, const NvlsConn& c, size_t off, const T* src, size_t n) {
+    if (c.mc != nullptr && block_mc_st(b_, c.mc + off, src, n)) return;
+    nvls_emulate_st(*this, op, c, off, src, n);
+  }
+  template <typename T>
+  CCLAB_HD void mc_ld_reduce_st(const RedOp<T>& op, const NvlsConn& c, size_t src_off, size_t dst_off, size_t n,
+                                bool post) {
+    if (c.mc != nullptr && block_mc_ld_reduce_st(b_, op, c.mc + src_off, c.mc + dst_off, n, post)) return;
+    nvls_emulate_ld_reduce_st(*this, op, c, src_off, dst_off, n, post);
+  }
+  CCLAB_HD bool mc_wait_ge(const NvlsConn& c, size_t counter_off, uint64_t target, const WaitSite& site) {
+    return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
+  }
+  CCLAB_HD void mc_post(const NvlsConn& c, size_t counter_off, uint64_t value) {
+    nvls_emulate_post(*this, c, counter_off, value);
+  }
 
   // ---- the event stream ----------------------------------------------------------------------------
   CCLAB_HD bool observing() const { return cfg_.records != nullptr; }

@@ -12,6 +12,7 @@
 
 #include "kernels/block_exec.h"
 #include "kernels/collectives.h"
+#include "kernels/nvls.h"
 #include "kernels/p2p.h"
 #include "kernels/pat.h"
 #include "kernels/platform.h"
@@ -27,6 +28,7 @@ enum BlockWorkKind : int32_t {
   kBlockP2pSend = 2,   // a send of p2p.bytes (run with T = uint8_t)
   kBlockP2pRecv = 3,   // a receive
   kBlockPat = 4,       // a PAT all_gather / reduce_scatter (kernels/pat.h)
+  kBlockNvls = 5,      // an NVLS AllReduce / AllGather / ReduceScatter (coll.coll) over *nvls
 };
 
 // One block's work. Pointers are in memory the block can reach (device memory on a GPU). Connections
@@ -39,6 +41,7 @@ struct BlockWork {
   const int* ring_ranks;   // kBlockRing: the channel's ring seen from this rank (coll.nranks entries)
   TreeLinks tree;          // kBlockTree: this rank's place in the channel's tree
   P2pWork p2p;             // kBlockP2pSend / kBlockP2pRecv
+  NvlsConn* nvls;          // kBlockNvls: this rank's view of the channel's NVLS memory (its step written back)
   // Ring: conn[0] from the previous rank, conn[1] to the next. Tree: conn[0] from the parent, conn[1] to
   // it, conn[2 + i] from child i, conn[5 + i] to child i. P2p: conn[0] (recv) or conn[1] (send).
   ConnInfo* conn[2 + 2 * kMaxFan];
@@ -110,6 +113,17 @@ CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
     case kBlockTree: {
       TreeConns tc{c[0], c[1], {c[2], c[3], c[4]}, {c[5], c[6], c[7]}, w.tree.ndown};
       ok = run_tree_channel<T>(ex, w.coll, w.tree, tc, w.channel);
+      break;
+    }
+    case kBlockNvls: {
+      // Each lane advances its own copy of the running step; lane 0 writes it back.
+      NvlsConn v = *w.nvls;
+      ok = run_nvls_channel<T>(ex, w.coll, v, w.channel);
+      b.sync();
+      if (b.tid() == 0) {
+        w.nvls->step_up = v.step_up;
+        w.nvls->step_down = v.step_down;
+      }
       break;
     }
     case kBlockP2pSend:

@@ -132,6 +132,10 @@ case "${1:-}" in
       --no-progress >/dev/null
     "$cclab" sim all_reduce --topo dgx-h100:4 -b 1K -e 1G -f 4 --algo tree --json "$tmp/tree-dgx-h100x4.json" \
       --no-progress >/dev/null
+    # An NVLS all_reduce on one DGX H100 (the switch reduces: docs/simulator.md "NVLS").
+    "$cclab" sim all_reduce --topo dgx-h100 -b 64M -e 64M --algo nvls --level step \
+      --trace "$tmp/nvls.cctrace" --no-progress >/dev/null
+    nvls="$tmp/nvls.cctrace"
     ring="$tmp/ring.cctrace" tree="$tmp/tree.cctrace"
     curves=("$tmp/ring-dgx-h100.csv" "$tmp/tree-dgx-h100x4.json")
     ;;
@@ -167,6 +171,7 @@ shot viz-links "$ring" --view links --at 45%
 shot viz-timeline "$ring" --view timeline --at 45%
 shot viz-topology-multinode "$tree" --view topology --at 40%
 shot viz-channels-tree "$tree" --view channels --at 40% --channel 0
+if [[ -n "${nvls:-}" ]]; then shot viz-nvls-timeline "$nvls" --view timeline --at 50%; fi
 if ((${#curves[@]})); then
   args=()
   for c in "${curves[@]}"; do args+=(--curves "$c"); done

@@ -8,7 +8,8 @@ namespace sim {
 #define CCLAB_DECLARE(NAME)                                                                                 \
   bool sim_coll_##NAME(SimExec&, const CollWork&, const RingView&, int, ConnInfo*, ConnInfo*);              \
   bool sim_tree_##NAME(SimExec&, const CollWork&, const TreeLinks&, const TreeConns&, int);                \
-  bool sim_pat_##NAME(SimExec&, const CollWork&, const PatConns&, int, void*);
+  bool sim_pat_##NAME(SimExec&, const CollWork&, const PatConns&, int, void*);                             \
+  bool sim_nvls_##NAME(SimExec&, const CollWork&, NvlsConn&, int, int);
 CCLAB_DECLARE(int8)
 CCLAB_DECLARE(uint8)
 CCLAB_DECLARE(int32)
@@ -73,6 +74,24 @@ SimTreeFn sim_tree_kernel(SimType t) {
     case SimType::kBfloat16: return sim_tree_bfloat16;
     case SimType::kFloat8e4m3: return sim_tree_fp8e4m3;
     case SimType::kFloat8e5m2: return sim_tree_fp8e5m2;
+    default: return nullptr;
+  }
+}
+
+SimNvlsFn sim_nvls_kernel(SimType t) {
+  switch (t) {
+    case SimType::kInt8: return sim_nvls_int8;
+    case SimType::kUint8: return sim_nvls_uint8;
+    case SimType::kInt32: return sim_nvls_int32;
+    case SimType::kUint32: return sim_nvls_uint32;
+    case SimType::kInt64: return sim_nvls_int64;
+    case SimType::kUint64: return sim_nvls_uint64;
+    case SimType::kFloat16: return sim_nvls_float16;
+    case SimType::kFloat32: return sim_nvls_float32;
+    case SimType::kFloat64: return sim_nvls_float64;
+    case SimType::kBfloat16: return sim_nvls_bfloat16;
+    case SimType::kFloat8e4m3: return sim_nvls_fp8e4m3;
+    case SimType::kFloat8e5m2: return sim_nvls_fp8e5m2;
     default: return nullptr;
   }
 }

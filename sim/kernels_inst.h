@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/collectives.h"
+#include "kernels/nvls.h"
 #include "kernels/dtypes.h"
 #include "sim/world.h"
 
@@ -20,6 +21,9 @@
   bool sim_pat_##NAME(SimExec& exec, const CollWork& w, const PatConns& conns, int channel,            \
                       void* scratch) {                                                                \
     return run_pat_channel<T, SimExec>(exec, w, conns, channel, static_cast<T*>(scratch));            \
+  }                                                                                                   \
+  bool sim_nvls_##NAME(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles) {    \
+    return run_nvls_channel<T, SimExec>(exec, w, conn, channel, roles);                               \
   }                                                                                                   \
   }                                                                                                   \
   }

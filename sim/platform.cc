@@ -177,6 +177,7 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
         p->links_[i] = link;
         p->rates_[i] = rate;
       }
+      p->nvs_links_[g.first] = g.second;
     }
     for (int i = 0; i < nl; ++i) {
       if (p->links_[i] != nullptr) continue;
@@ -333,6 +334,47 @@ std::pair<s4u::Host*, s4u::Host*> Platform::route_hosts(End a, End b) const {
   if (ia < 0 || ib < 0 || !routes_ || routes_->by_pair.count((static_cast<int64_t>(ia) << 32) | ib) == 0)
     return {nullptr, nullptr};
   return {hosts_[ia], hosts_[ib]};
+}
+
+bool Platform::add_nvswitch(int machine, double port_gbs, std::string* error) {
+  if (nvswitch_.count(machine)) return true;
+  auto fail = [&](const std::string& m) {
+    if (error) *error = "NVLS: " + m;
+    return false;
+  };
+  if (sealed_) return fail("the platform is sealed (add the NVSwitch before seal())");
+  if (!(port_gbs > 0)) return fail("the switch's reduction rate must be positive");
+  const std::vector<int> gpus = topo_.gpus(machine);
+  if (gpus.empty()) return fail("machine " + std::to_string(machine) + " has no GPU");
+  try {
+    s4u::Host* sw = zone_->create_host("m" + std::to_string(machine) + ".nvswitch", port_gbs * 1e9);
+    sw->set_core_count(static_cast<int>(gpus.size()));
+    sw->seal();
+    for (int g : gpus) {
+      auto up = nvs_links_.find({g, true}), down = nvs_links_.find({g, false});
+      if (up == nvs_links_.end() || down == nvs_links_.end() || up->second.empty() || down->second.empty())
+        return fail(topo_.nodes[g].name + " has no NVLink to an NVSwitch");
+      std::vector<s4u::LinkInRoute> to{s4u::LinkInRoute(links_[up->second[0]])};
+      std::vector<s4u::LinkInRoute> from{s4u::LinkInRoute(links_[down->second[0]])};
+      zone_->add_route(hosts_[g]->get_netpoint(), sw->get_netpoint(), nullptr, nullptr, to, false);
+      zone_->add_route(sw->get_netpoint(), hosts_[g]->get_netpoint(), nullptr, nullptr, from, false);
+    }
+    nvswitch_[machine] = sw;
+  } catch (const std::exception& e) {
+    return fail(std::string("SimGrid refused the switch: ") + e.what());
+  }
+  return true;
+}
+
+simgrid::s4u::Host* Platform::nvswitch_host(int machine) const {
+  auto it = nvswitch_.find(machine);
+  return it == nvswitch_.end() ? nullptr : it->second;
+}
+
+const std::vector<int>& Platform::nvswitch_links(int gpu_node, bool up) const {
+  static const std::vector<int> kNone;
+  auto it = nvs_links_.find({gpu_node, up});
+  return it == nvs_links_.end() ? kNone : it->second;
 }
 
 void Platform::seal() {

@@ -106,6 +106,16 @@ class Platform {
   void seal();
   bool sealed() const { return sealed_; }
 
+  // NVLS (kernels/nvls.h): machine `machine`'s NVSwitch crossbar as a reducing element - a host
+  // "m<machine>.nvswitch" with one core per GPU port, each reducing `port_gbs` GB/s of output (NVLink
+  // SHARP's multimem.ld_reduce), and a route from each GPU of the machine to it over the GPU's up link
+  // and back over its down link (the crossbar links above). Idempotent; before seal(). False with *error
+  // when a GPU of the machine has no NVLink to an NVSwitch.
+  bool add_nvswitch(int machine, double port_gbs, std::string* error);
+  simgrid::s4u::Host* nvswitch_host(int machine) const;
+  // The TopoLinks of a GPU's up (to the switch) or down crossbar link (for link accounting).
+  const std::vector<int>& nvswitch_links(int gpu_node, bool up) const;
+
  private:
   explicit Platform(const Topology& topo);  // defined in platform.cc (Routes is complete there)
   Topology topo_;
@@ -122,6 +132,8 @@ class Platform {
   struct Routes;
   std::unique_ptr<Routes> routes_;
   bool sealed_ = false;
+  std::map<int, simgrid::s4u::Host*> nvswitch_;            // machine -> its switch host
+  std::map<std::pair<int, bool>, std::vector<int>> nvs_links_;  // (GPU node, up?) -> its crossbar TopoLinks
 };
 
 }  // namespace sim

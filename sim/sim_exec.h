@@ -17,6 +17,15 @@
 //                             counter reaches v
 //   wait_flag / doorbell      LL/LL128: the receiver waits on the step's doorbell (rung once every line
 //                             is stored, after the transfer), then (payload mode) checks the flags
+//   mc_* (NVLS, nvls.h)       payload mode: the arithmetic over every rank's copy; always: the switch's
+//                             part - the head's NVSwitch port reduces the step's output on the machine's
+//                             switch host (World: one core per GPU port at NCCL's NVLS rate), and the
+//                             NVLink traffic of one head's step under NVLS's symmetry (every rank is a
+//                             head; a load-reduce of b bytes reads b from each of the n ranks and returns
+//                             b to the head, a multicast store sends b to the switch and b to each rank)
+//                             is charged on the head's own links: a communication of the bytes its up
+//                             link carries per loop to the switch host and one of its down link's back.
+//                             mc_wait_ge / mc_post are the counters' waits and posts on every copy
 //
 // So a step costs max(transfer, data loop) + step overhead, channels are concurrent actors whose
 // transfers share links under SimGrid's max-min model, and a slow receiver holds back its sender
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include "kernels/fifo.h"
+#include "kernels/nvls.h"
 #include "kernels/primitives.h"
 #include "kernels/reduce_copy.h"
 #include "kernels/step_record.h"
@@ -114,6 +124,39 @@ class SimExec {
   }
 
   void wire(const ConnInfo& send, size_t payload_bytes);
+
+  // NVLS's multimem operations (kernels/nvls.h).
+  template <typename T>
+  void mc_ld_reduce(const RedOp<T>& op, T* dst, const NvlsConn& c, size_t off, size_t n, bool post) {
+    if (moves_data()) {
+      Data d;
+      nvls_emulate_ld_reduce(d, op, dst, c, off, n, post);
+    }
+    const double b = static_cast<double>(n * sizeof(T));
+    nvls_switch(c.nranks * b, b, b);
+  }
+  template <typename T>
+  void mc_st(const RedOp<T>& op, const NvlsConn& c, size_t off, const T* src, size_t n) {
+    if (moves_data()) {
+      Data d;
+      nvls_emulate_st(d, op, c, off, src, n);
+    }
+    const double b = static_cast<double>(n * sizeof(T));
+    nvls_switch(b, c.nranks * b, 0);
+  }
+  template <typename T>
+  void mc_ld_reduce_st(const RedOp<T>& op, const NvlsConn& c, size_t src_off, size_t dst_off, size_t n, bool post) {
+    if (moves_data()) {
+      Data d;
+      nvls_emulate_ld_reduce_st(d, op, c, src_off, dst_off, n, post);
+    }
+    const double b = static_cast<double>(n * sizeof(T));
+    nvls_switch((c.nranks + 1) * b, (c.nranks + 1) * b, b);
+  }
+  bool mc_wait_ge(const NvlsConn& c, size_t counter_off, uint64_t target, const WaitSite& site) {
+    return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
+  }
+  void mc_post(const NvlsConn& c, size_t counter_off, uint64_t value) { nvls_emulate_post(*this, c, counter_off, value); }
   bool size_mismatch(const WaitSite& site, size_t expected, int32_t got);
 
   bool observing() const;
@@ -132,6 +175,16 @@ class SimExec {
 
  private:
   void apply_post(ConnCounter* c, uint64_t value);
+  // The payload arithmetic of the multimem operations, without the SM's data loop (the switch does it).
+  struct Data {
+    template <typename T>
+    void reduce_copy(const RedOp<T>& op, T* d0, T* d1, const T* a, const T* b, size_t n, bool pre, bool post) {
+      cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
+    }
+  };
+  // The switch's part of one NVLS step of this rank's (the head's): `up` bytes on its link to the switch,
+  // `down` bytes back, `reduce` bytes of output reduced on its switch port.
+  void nvls_switch(double up, double down, double reduce);
   void start_loop();
 
   World* world_;

@@ -310,6 +310,8 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     res.nthreads = ch.nthreads;
     res.predicted_us = ch.predicted_us;
     res.level = cfg_.level;
+    // NVLS runs at step level: the flow level replays ring and tree connections, not the switch.
+    if (ch.algo == AlgoKind::kNvls) res.level = SimLevel::kStep;
     if (res.level == SimLevel::kAuto)
       res.level = !cfg_.payload && estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo) >
                                        cfg_.step_limit

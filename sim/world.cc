@@ -152,6 +152,26 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
   ++transfers_;
 }
 
+void SimExec::nvls_switch(double up, double down, double reduce) {
+  if (counting_ != nullptr && rec_ == nullptr) return;  // the flow level does not run NVLS (World::choose)
+  sent_ = true;
+  start_loop();
+  sg4::Host* sw = world_->nvswitch_host(rank_);
+  sg4::Host* gpu = world_->rank_host(rank_);
+  if (sw == nullptr) return;
+  if (up > 0) {
+    inflight_.push_back(sg4::Comm::sendto_async(gpu, sw, static_cast<uint64_t>(up)));
+    world_->add_nvswitch_bytes(rank_, true, up);
+    ++transfers_;
+  }
+  if (down > 0) {
+    inflight_.push_back(sg4::Comm::sendto_async(sw, gpu, static_cast<uint64_t>(down)));
+    world_->add_nvswitch_bytes(rank_, false, down);
+    ++transfers_;
+  }
+  if (reduce > 0) inflight_.push_back(sg4::Exec::init()->set_flops_amount(reduce)->set_host(sw)->start());
+}
+
 bool SimExec::size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
   if (counting_ != nullptr) return false;  // nobody sent anything: the counting pass runs ranks one by one
   failure_ = SimFailure::kSizeMismatch;
@@ -293,6 +313,35 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     *error = err;
     return false;
   }
+  // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2), on one machine, in a world of its own
+  // (its switch host joins the platform before it is sealed); the runtime's simulated communicators
+  // (session.cc: block hooks, shared platforms) run Ring and Tree.
+  {
+    int64_t enable = 2;
+    if (const char* v = getenv("NCCL_NVLS_ENABLE")) {
+      char* end = nullptr;
+      enable = std::strtoll(v, &end, 10);
+      if (end == v || *end != '\0' || enable < 0 || enable > 2) {
+        *error = std::string("NCCL_NVLS_ENABLE=\"") + v + "\": valid values are 0 (off), 1 (on), 2 (automatic)";
+        return false;
+      }
+    }
+    if (const char* v = getenv("NCCL_NVLS_CHUNKSIZE")) {
+      const long long b = std::atoll(v);
+      if (b < 512 || b % 512 != 0 || b > (1 << 30)) {
+        *error = std::string("NCCL_NVLS_CHUNKSIZE=") + v + ": it must be a multiple of 512 bytes, 512 B to 1 GiB";
+        return false;
+      }
+      nvls_step_bytes_ = static_cast<int>(b);
+    }
+    if (enable == 0 || (!shared_platform_ && hooks_ == nullptr && nmachines_ == 1 && custom_ == nullptr)) {
+      add_nvls(topo_, enable, &nvls_graph_, &in, 0, cfg_.min_channels, cfg_.max_channels);
+      nvls_ = in.nvls != nullptr;
+    } else {
+      in.nvls_why = nmachines_ > 1 ? "NVLS across machines (NVLS-Tree) is not implemented in cclab yet"
+                                   : "the runtime's simulated communicators run Ring and Tree";
+    }
+  }
   if (!tuner_.init(in, &err)) {
     *error = "tuner: " + err;
     return false;
@@ -307,6 +356,10 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       return false;
     }
     platform_ = std::move(built);
+  }
+  if (nvls_ && !platform_->add_nvswitch(0, nvls_graph_.bw_intra * nvls_efficiency(tuner_.input().sm_min), &err)) {
+    *error = err;
+    return false;
   }
   rank_host_.resize(nranks_);
   rank_gpu_.resize(nranks_);
@@ -457,6 +510,51 @@ void World::add_link_bytes(const ConnRoute& route, double bytes) {
   for (int l : *route.links) link_bytes_[l] += bytes;
 }
 
+NvlsConn& World::nvls_conn(int channel, int rank, int space) {
+  NvlsChannel& m = nvls_mem_[std::make_pair(space, channel)];
+  if (m.view.empty()) {
+    // Every rank's region, anonymous zero pages (only the headers and the slots a run uses get memory);
+    // each counter gets its wait slot.
+    const size_t bytes = (nvls_region_bytes(nranks_, nvls_step_bytes_) + 4095) / 4096 * 4096;
+    m.region.resize(nranks_);
+    m.view.assign(nranks_, NvlsConn{});
+    for (int r = 0; r < nranks_; ++r) {
+      void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      m.region[r] = std::unique_ptr<char, SimConn::Free>(static_cast<char*>(p), SimConn::Free{bytes});
+      for (int h = 0; h < nranks_; ++h)
+        for (bool b : {false, true}) {
+          ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(m.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
+          hdr->head.waiters = static_cast<uint32_t>(waits_.size());
+          waits_.emplace_back();
+          hdr->tail.waiters = static_cast<uint32_t>(waits_.size());
+          waits_.emplace_back();
+        }
+    }
+    for (int r = 0; r < nranks_; ++r) {
+      NvlsConn& v = m.view[r];
+      v.nranks = nranks_;
+      v.rank = r;
+      v.step_bytes = nvls_step_bytes_;
+      for (int q = 0; q < nranks_; ++q) v.uc[q] = m.region[q].get();
+    }
+  }
+  return m.view[rank];
+}
+
+sg4::Host* World::nvswitch_host(int rank) const {
+  return nvls_ ? platform_->nvswitch_host(place_.rank_machine[rank]) : nullptr;
+}
+
+void World::add_nvswitch_bytes(int rank, bool up, double bytes) {
+  // Spread over the GPU's NVLinks to the switch chips by their bandwidth, as the fabric sprays them.
+  const std::vector<int>& links = platform_->nvswitch_links(rank_gpu_[rank], up);
+  double total = 0;
+  for (int l : links) total += topo_.links[l].bw;
+  for (int l : links)
+    if (total > 0) link_bytes_[l] += bytes * topo_.links[l].bw / total;
+}
+
 SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   auto key = std::make_tuple(space, channel, from, to, proto);
   auto it = conns_.find(key);
@@ -499,7 +597,9 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
 }
 
 bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling) const {
-  const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling);
+  // NVLS runs only simulate()'s world (nvls_), whose calls are cfg.type and cfg.op.
+  const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling,
+                                      nvls_op_supported(coll, static_cast<int>(cfg_.type), static_cast<int>(cfg_.op)));
   // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
   // the collective; there is no NCCL cost model of it to predict with.
   if (custom_ != nullptr && nranks_ > 1 && custom_supports(*custom_, coll, custom_topo_, nullptr)) {
@@ -509,11 +609,12 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, b
     c->predicted_us = 0;
     return true;
   }
-  if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree && t.algo != AlgoKind::kPat)) {
+  if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree && t.algo != AlgoKind::kPat &&
+                   !(t.algo == AlgoKind::kNvls && nvls_))) {
     *error = std::string(coll_name(coll)) + ": no algorithm/protocol is available (algo '" + cfg_.algo +
              "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce, "
              "PAT (Simple, one GPU per node or NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling "
-             "reduction)";
+             "reduction, NVLS on a modelled NVSwitch machine of sm90+)";
     return false;
   }
   c->algo = t.algo;
@@ -566,7 +667,8 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nranks = nranks_;
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
-  base.chunk_bytes = ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
+  base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nranks_, nvls_step_bytes_)
+                     : ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
                      : ch.algo == AlgoKind::kPat ? pat_chunk_bytes(coll, proto_buff_[ch.proto], total, ch.nchannels)
                      : ch.algo == AlgoKind::kTree
                          ? tree_chunk_bytes(ch.proto, proto_buff_[ch.proto], total, ch.nchannels, nmachines_, nranks_)
@@ -606,6 +708,17 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       // data loops' time is simulated).
       if (cfg_.payload || w.send != static_cast<const void*>(phantom()))
         t.pat_scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
+    } else if (ch.algo == AlgoKind::kNvls) {
+      // NCCL's scatter, reduce and gather warps: an actor each, so that they overlap.
+      t.nvls_fn = sim_nvls_kernel(type);
+      t.nvls = &nvls_conn(c, r, space);
+      t.nvls_start = *t.nvls;
+      for (int role : {kNvlsScatter, kNvlsReduce}) {
+        Task s = t;
+        s.nvls_role = role;
+        tasks->push_back(s);
+      }
+      t.nvls_role = kNvlsGather;
     } else if (ch.algo == AlgoKind::kCustom) {
       t.custom = custom_;
       t.type = static_cast<int>(type);
@@ -681,6 +794,17 @@ bool World::run_task(SimExec& ex, const Task& t) {
   if (t.pat_fn != nullptr)
     return t.pat_fn(ex, t.w, t.pconns, t.channel,
                     t.pat_scratch != nullptr ? static_cast<void*>(t.pat_scratch->data()) : phantom() + (size_t{1} << 38));
+  if (t.nvls != nullptr) {
+    // Every role counts the same steps from where the channel stood when the tasks were made (an actor may
+    // run to its end before another of the same channel starts); the gather role keeps them.
+    NvlsConn v = t.nvls_start;
+    const bool ok = t.nvls_fn(ex, t.w, v, t.channel, t.nvls_role);
+    if (t.nvls_role == kNvlsGather) {
+      t.nvls->step_up = v.step_up;
+      t.nvls->step_down = v.step_down;
+    }
+    return ok;
+  }
   return t.tree != nullptr ? t.tree_fn(ex, t.w, *t.tree, t.tconns, t.channel)
                            : t.ring_fn(ex, t.w, t.ring, t.channel, t.recv, t.send);
 }

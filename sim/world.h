@@ -67,7 +67,9 @@ using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tr
                            int channel);
 using SimPatFn = bool (*)(SimExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
 // The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
+using SimNvlsFn = bool (*)(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles);
 SimCollFn sim_coll_kernel(SimType t);
+SimNvlsFn sim_nvls_kernel(SimType t);
 SimTreeFn sim_tree_kernel(SimType t);
 SimPatFn sim_pat_kernel(SimType t);
 // kernels/p2p.h's send and receive for the simulator (kernels_p2p.cc).
@@ -144,6 +146,10 @@ class World {
   double sm_rate(int rank) const { return sm_rate_[rank]; }  // bytes/s of one SM of the rank's GPU
   int rank_gpu(int rank) const { return rank_gpu_[rank]; }
   CounterWait& wait_slot(const ConnCounter* c) { return waits_[c->waiters]; }
+  // NVLS: the switch host of the rank's machine (nullptr without NVLS), and the link accounting of a
+  // rank's traffic to (up) or from it.
+  simgrid::s4u::Host* nvswitch_host(int rank) const;
+  void add_nvswitch_bytes(int rank, bool up, double bytes);
   // A connection's route: the SimGrid hosts its communications run between (Platform::route_hosts) and
   // the TopoLinks they cross. A connection between machines takes the NICs its channel's graph chose
   // (ChannelPlan::net); point-to-point connections and ranks on one machine take the model's path.
@@ -215,6 +221,10 @@ class World {
     SimPatFn pat_fn = nullptr;  // PAT all_gather / reduce_scatter: its connections and scratch
     PatConns pconns{};
     std::shared_ptr<std::vector<uint64_t>> pat_scratch;
+    NvlsConn* nvls = nullptr;  // NVLS: this rank's view of the channel's NVLS memory
+    int nvls_role = 0;         // NVLS: the role this actor plays (kNvlsScatter / kNvlsReduce / kNvlsGather)
+    NvlsConn nvls_start;       // NVLS: the view (its running steps) when the task was made
+    SimNvlsFn nvls_fn = nullptr;
     std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
     bool p2p_send = false;
     struct LocalCopy {
@@ -250,7 +260,17 @@ class World {
   SimConfig cfg_;
   Topology topo_;
   RankPlacement place_;
-  TopoGraph ring_graph_, tree_graph_;
+  TopoGraph ring_graph_, tree_graph_, nvls_graph_;
+  // NVLS (kernels/nvls.h): offered to the tuner (one NVSwitch machine of sm90+, simulate()'s own world),
+  // its FIFO slot bytes, and per (space, channel) every rank's region and view.
+  bool nvls_ = false;
+  int nvls_step_bytes_ = 128 * 1024;
+  struct NvlsChannel {
+    std::vector<std::unique_ptr<char, SimConn::Free>> region;
+    std::vector<NvlsConn> view;
+  };
+  std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
+  NvlsConn& nvls_conn(int channel, int rank, int space);
   // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.
   const CustomAlgo* custom_ = nullptr;
   CustomTopo custom_topo_{0, 0, 0};

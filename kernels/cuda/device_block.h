@@ -20,6 +20,9 @@
 
 #include <stdint.h>
 
+#include "kernels/cuda/multimem.h"
+#include "kernels/reduce_ops.h"
+
 #if !defined(__CUDACC__)
 #error "kernels/cuda/device_block.h is device code: include it from .cu files only"
 #endif
@@ -70,5 +73,80 @@ struct DeviceBlock {
     return static_cast<double>(t) * 1e-3;
   }
 };
+
+// NVLS through the multicast address (kernels/block_exec.h block_mc_*): the multimem instructions of
+// sm90+ (kernels/cuda/multimem.h), each lane its elements; false where there is no instruction for the
+// type and op (or when compiled for an older GPU), and the executor emulates.
+template <typename T>
+__device__ bool block_mc_ld_reduce(DeviceBlock& b, const RedOp<T>& op, T* dst, const char* mc, size_t n, bool post) {
+#if CCLAB_MULTIMEM
+  if (op.has_pre_op() || !cuda::multimem_supported<T>(op.combine_kind())) return false;
+  const size_t lane = static_cast<size_t>(b.tid()), lanes = static_cast<size_t>(b.nthreads());
+  if constexpr (sizeof(T) == 2) {
+    if (!cuda::multimem_pairs_ok(mc, dst, n)) return false;
+    const uint32_t* p = reinterpret_cast<const uint32_t*>(mc);
+    for (size_t i = lane; i < n / 2; i += lanes) {
+      const uint32_t w = cuda::mm_ld_reduce_x2<T>(p + i, op.combine_kind());
+      T v[2];
+      memcpy(v, &w, 4);
+      for (int k = 0; k < 2; ++k) dst[2 * i + k] = post && op.has_post_op() ? op.post_op(v[k]) : v[k];
+    }
+  } else {
+    const T* p = reinterpret_cast<const T*>(mc);
+    for (size_t i = lane; i < n; i += lanes) {
+      const T v = cuda::mm_ld_reduce(p + i, op.combine_kind());
+      dst[i] = post && op.has_post_op() ? op.post_op(v) : v;
+    }
+  }
+  return true;
+#else
+  (void)b, (void)op, (void)dst, (void)mc, (void)n, (void)post;
+  return false;
+#endif
+}
+template <typename T>
+__device__ bool block_mc_ld_reduce_st(DeviceBlock& b, const RedOp<T>& op, const char* src, char* dst, size_t n,
+                                      bool post) {
+#if CCLAB_MULTIMEM
+  if (op.has_pre_op() || (post && op.has_post_op()) || !cuda::multimem_supported<T>(op.combine_kind()) ||
+      !cuda::multimem_st_supported<T>())
+    return false;
+  const size_t lane = static_cast<size_t>(b.tid()), lanes = static_cast<size_t>(b.nthreads());
+  if constexpr (sizeof(T) == 2) {
+    if (!cuda::multimem_pairs_ok(src, dst, n)) return false;
+    const uint32_t* p = reinterpret_cast<const uint32_t*>(src);
+    uint32_t* q = reinterpret_cast<uint32_t*>(dst);
+    for (size_t i = lane; i < n / 2; i += lanes) cuda::mm_st_b32(q + i, cuda::mm_ld_reduce_x2<T>(p + i, op.combine_kind()));
+  } else {
+    const T* p = reinterpret_cast<const T*>(src);
+    T* q = reinterpret_cast<T*>(dst);
+    for (size_t i = lane; i < n; i += lanes) cuda::mm_st(q + i, cuda::mm_ld_reduce(p + i, op.combine_kind()));
+  }
+  return true;
+#else
+  (void)b, (void)op, (void)src, (void)dst, (void)n, (void)post;
+  return false;
+#endif
+}
+template <typename T>
+__device__ bool block_mc_st(DeviceBlock& b, char* mc, const T* src, size_t n) {
+#if CCLAB_MULTIMEM
+  if (!cuda::multimem_st_supported<T>()) return false;
+  const size_t lane = static_cast<size_t>(b.tid()), lanes = static_cast<size_t>(b.nthreads());
+  if constexpr (sizeof(T) == 2) {
+    if (!cuda::multimem_pairs_ok(mc, src, n)) return false;
+    uint32_t* q = reinterpret_cast<uint32_t*>(mc);
+    const uint32_t* s = reinterpret_cast<const uint32_t*>(src);
+    for (size_t i = lane; i < n / 2; i += lanes) cuda::mm_st_b32(q + i, s[i]);
+  } else {
+    T* q = reinterpret_cast<T*>(mc);
+    for (size_t i = lane; i < n; i += lanes) cuda::mm_st(q + i, src[i]);
+  }
+  return true;
+#else
+  (void)b, (void)mc, (void)src, (void)n;
+  return false;
+#endif
+}
 
 }  // namespace cclab

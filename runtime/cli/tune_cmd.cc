@@ -113,10 +113,11 @@ const std::vector<AlgoProto>& tune_combinations(CollKind coll) {
   static const std::vector<AlgoProto> kCombos = {
       {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
       {AlgoKind::kTree, ProtoKind::kLL}, {AlgoKind::kTree, ProtoKind::kLL128}, {AlgoKind::kTree, ProtoKind::kSimple},
+      {AlgoKind::kNvls, ProtoKind::kSimple},
   };
   static const std::vector<AlgoProto> kPatCombos = {
       {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
-      {AlgoKind::kPat, ProtoKind::kSimple},
+      {AlgoKind::kPat, ProtoKind::kSimple}, {AlgoKind::kNvls, ProtoKind::kSimple},
   };
   return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter ? kPatCombos : kCombos;
 }
@@ -226,6 +227,11 @@ std::string format_tune_header(const Topology& topo, const TunerInput& in, CollK
          std::to_string(in.sm_min) + (in.sm_min == in.sm_max ? "" : "-" + std::to_string(in.sm_max)) + "\n";
   if (in.ring) out += "# Ring graph: " + describe_graph(*in.ring).substr(0, describe_graph(*in.ring).find('\n')) + "\n";
   if (in.tree) out += "# Tree graph: " + describe_graph(*in.tree).substr(0, describe_graph(*in.tree).find('\n')) + "\n";
+  if (in.nvls)
+    out += "# NVLS graph: " + describe_graph(*in.nvls).substr(0, describe_graph(*in.nvls).find('\n')) + "; " +
+           std::to_string(in.nvls_channels) + " NVLS channels (NVLS_NCHANNELS)\n";
+  else if (!in.nvls_why.empty())
+    out += "# " + in.nvls_why + "\n";
   if (in.ring_channels > 0)
     out += "# " + std::to_string(in.ring_channels) +
            " channels connected (the fewer of the graphs' channels, doubled, within NCCL_MIN/MAX_NCHANNELS); "
@@ -424,6 +430,17 @@ int tune_main(const std::vector<std::string>& args) {
     std::fprintf(stderr, "cclab tune: %s\n", error.c_str());
     return kToolExitUsage;
   }
+  TopoGraph nvls;
+  int64_t nvls_enable = 2;
+  if (const char* v = std::getenv("NCCL_NVLS_ENABLE")) {
+    char* end = nullptr;
+    nvls_enable = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || nvls_enable < 0 || nvls_enable > 2) {
+      std::fprintf(stderr, "cclab tune: NCCL_NVLS_ENABLE=\"%s\" is not 0, 1 or 2\n", v);
+      return kToolExitUsage;
+    }
+  }
+  add_nvls(topo, nvls_enable, &nvls, &in, 0, o.min_channels, o.max_channels);
   CostModel model;
   if (!model.init(in, &error)) {
     std::fprintf(stderr, "cclab tune: the cost model rejects this set-up: %s\n", error.c_str());

@@ -71,7 +71,7 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
 
 // The combinations the table shows for `coll`, in column order: Ring LL, LL128, Simple, then Tree LL,
 // LL128, Simple (AllReduce, Broadcast, Reduce) or PAT/Simple (AllGather, ReduceScatter: NCCL's only
-// other algorithms there).
+// other algorithms there); then NVLS/Simple (NVLS runs Simple only).
 struct AlgoProto {
   AlgoKind algo;
   ProtoKind proto;

@@ -556,8 +556,76 @@ void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
   }
 }
 
+namespace {
+
+// NVLS (kernels/nvls.h): every rank creates its region of each channel, then maps every other rank's, so
+// that each reaches all the copies behind the "multicast" addresses. The regions are shared like
+// connections (P2P within a process, SHM within a host); NVLS never spans hosts.
+ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
+  const int n = comm->nranks;
+  if (n > kMaxNvlsRanks)
+    return report_error(ncclInvalidUsage, "NVLS: %d ranks, a multicast group holds at most %d (NCCL_MAX_NVLS_ARITY)", n,
+                        kMaxNvlsRanks);
+  TransportKind kind = TransportKind::kP2p;
+  for (int p = 0; p < n; ++p) {
+    if (p == comm->rank) continue;
+    TransportKind k;
+    ncclResult_t r = pick_transport(comm, p, &k);
+    if (r != ncclSuccess) return r;
+    if (k == TransportKind::kNet)
+      return report_error(ncclInvalidUsage,
+                          "NVLS: rank %d is on another host (or reached over NET): the NVLS memory of a channel is "
+                          "shared by every rank of one machine",
+                          p);
+    if (k == TransportKind::kShm) kind = TransportKind::kShm;
+  }
+  const size_t bytes = nvls_region_bytes(n, comm->nvls_step_bytes);
+  auto name = [&](int c, int r) { return conn_name(comm, 'N', c, r, r); };
+  for (int c = 0; c < nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    if (ch.nvls.nranks != 0) continue;
+    ch.nvls_regions.assign(n, nullptr);
+    ncclResult_t r = segment_create(kind, name(c, comm->rank), bytes, &ch.nvls_regions[comm->rank], n - 1);
+    if (r != ncclSuccess) return r;
+  }
+  const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
+  for (int c = 0; c < nchannels; ++c) {
+    Channel& ch = comm->channels[c];
+    if (ch.nvls.nranks != 0) continue;
+    NvlsConn v;
+    v.nranks = n;
+    v.rank = comm->rank;
+    v.step_bytes = comm->nvls_step_bytes;
+    for (int p = 0; p < n; ++p) {
+      if (p != comm->rank) {
+        ncclResult_t r = segment_open(kind, name(c, p), bytes, &comm->abort_flag, timeout, &ch.nvls_regions[p],
+                                      ConnectWait(comm, c, p).watch(), n - 1);
+        if (r != ncclSuccess)
+          return report_error(r, "rank %d channel %d could not map rank %d's NVLS memory (via %s): %s", comm->rank, c, p,
+                              transport_name(kind), last_error());
+      }
+      v.uc[p] = static_cast<char*>(ch.nvls_regions[p]->base());
+    }
+    ch.nvls = v;
+  }
+  CCLAB_INFO(kLogInit | kLogNvls, "NVLS: %d channels, %d heads, %zu bytes per rank and channel (NCCL_NVLS_CHUNKSIZE %d) via %s",
+             nchannels, n, bytes, comm->nvls_step_bytes, transport_name(kind));
+  return ncclSuccess;
+}
+
+}  // namespace
+
 ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels) {
   if (comm->nranks == 1) return ncclSuccess;
+  if (algo == AlgoKind::kNvls) {
+    nchannels = std::min(nchannels, comm->nchannels);
+    if (comm->nvls_connected.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
+    std::lock_guard<std::mutex> lk(comm->connect_mu);
+    ncclResult_t r = connect_nvls(comm, nchannels);
+    if (r != ncclSuccess) return r;
+    if (comm->nvls_connected.load() < nchannels) comm->nvls_connected.store(nchannels, std::memory_order_release);
+    return ncclSuccess;
+  }
   static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
   nchannels = std::min(nchannels, comm->nchannels);
   const bool custom = algo == AlgoKind::kCustom, pat = algo == AlgoKind::kPat;
@@ -632,6 +700,15 @@ void poison_connections(ncclComm_t comm) {
         poison(kv.second.send[q], true);
         poison(kv.second.recv[q], false);
       }
+  // NVLS: every counter of every region this rank mapped (its peers wait on their own copies and on all).
+  for (Channel& ch : comm->channels)
+    for (int r = 0; r < ch.nvls.nranks; ++r)
+      for (int h = 0; h < ch.nvls.nranks; ++h)
+        for (bool b : {false, true}) {
+          ConnFifoHeader* hdr = nvls_hdr(ch.nvls, r, nvls_fifo_off(h, b, ch.nvls.step_bytes));
+          counter_post(&hdr->head, counter_load(&hdr->head) | kCounterPoison);
+          counter_post(&hdr->tail, counter_load(&hdr->tail) | kCounterPoison);
+        }
   for (auto& kv : comm->p2p_send) poison(kv.second, true);
   for (auto& kv : comm->p2p_recv) poison(kv.second, false);
 }

@@ -21,6 +21,7 @@
 #include "graph/topo.h"
 #include "graph/tuning.h"
 #include "kernels/fifo.h"
+#include "kernels/nvls.h"
 #include "kernels/trees.h"
 #include "kernels/work.h"
 #include "transport/transport.h"
@@ -68,6 +69,10 @@ struct Channel {
   int tree_index = 0;     // which of the double tree's two trees this channel runs (tree_of_channel)
   TreeLinks tree{};       // this rank's parent and children in that tree
   std::map<int, PeerConns> peers;  // by peer rank
+  // NVLS (kernels/nvls.h): this rank's view of the channel's NVLS memory (nranks 0 until connected), its
+  // own region and the other ranks' regions it mapped.
+  NvlsConn nvls;
+  std::vector<std::shared_ptr<Segment>> nvls_regions;
   PeerConns& prev() { return peers[view[view.size() - 1]]; }
   PeerConns& next() { return peers[view[view.size() > 1 ? 1 : 0]]; }
 };
@@ -105,13 +110,14 @@ struct ncclComm {
   std::vector<cclab::Channel> channels;
   // Topology, searched graphs and cost model (identical on every rank: computed from agreed inputs).
   cclab::Topology topo;
-  cclab::TopoGraph ring_graph, tree_graph;
+  cclab::TopoGraph ring_graph, tree_graph, nvls_graph;
   cclab::CostModel tuner;
   // The tuner's last answer (enqueue.cc): a run of calls of one collective and size, the usual case,
   // asks the cost model once.
   std::mutex choice_mu;
   cclab::CollKind choice_coll = cclab::CollKind::kAllReduce;
   size_t choice_bytes = SIZE_MAX;
+  bool choice_nvls_ok = true;
   cclab::TunerChoice choice;
   cclab::AlgoProtoEnable algo_proto;  // NCCL_ALGO / NCCL_PROTO as agreed by every rank
   int nnodes = 1;                     // machines holding ranks
@@ -126,6 +132,11 @@ struct ncclComm {
   std::vector<int> custom_peers;
   std::atomic<int> custom_connected{0};
   std::atomic<int> pat_connected{0};  // channels connected to PAT's peers (Simple)
+  // NVLS: the tuner may choose it (a modelled NVSwitch machine of sm90+, every rank on this host, the host
+  // backend), its FIFO slot (NCCL_NVLS_CHUNKSIZE) and the channels whose regions are mapped.
+  bool nvls_runs = false;
+  int nvls_step_bytes = 128 * 1024;
+  std::atomic<int> nvls_connected{0};
   // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank
   // the same), and the connections by (p2p channel, peer), lazily connected; p2p_mu guards the maps.
   cclab::P2pChannels p2p;

@@ -457,6 +457,32 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     in.host = host_costs(cores, comm->nranks, comm->nchannels);
     in.ring_channels = in.tree_channels = comm->nchannels;
   }
+  // NVLS (NCCL_NVLS_ENABLE, default 2: where the modelled machine has it) runs on the host backend when it
+  // models GPUs and every rank is on this host: the NVLS memory of a channel is shared by all of them
+  // (kernels/nvls.h). The CUDA backend has no multicast memory yet, and the simulator's plugin backend
+  // (CCLAB_BACKEND=sim) no NVLS executor yet: NCCL's choice there stays with Ring and Tree.
+  {
+    const int64_t enable = param_int("NCCL_NVLS_ENABLE", 2);
+    if (enable < 0 || enable > 2)
+      return report_error(ncclInvalidUsage, "NCCL_NVLS_ENABLE=%lld: valid values are 0 (off), 1 (on), 2 (automatic)",
+                          static_cast<long long>(enable));
+    const int64_t chunk = param_int("NCCL_NVLS_CHUNKSIZE", 128 * 1024);
+    if (chunk < 512 || chunk % 512 != 0 || chunk > (1 << 30))
+      return report_error(ncclInvalidUsage, "NCCL_NVLS_CHUNKSIZE=%lld: it must be a multiple of 512 bytes, 512 B to 1 GiB",
+                          static_cast<long long>(chunk));
+    comm->nvls_step_bytes = static_cast<int>(chunk);
+    bool one_host = true;
+    for (const PeerInfo& p : comm->peers) one_host = one_host && p.host_hash == comm->peers[0].host_hash;
+    const bool runs = !comm->cuda && !comm->sim && !comm->host_machine && !comm->backend->makes_connections() &&
+                      one_host && comm->nnodes == 1;
+    if (runs || enable == 0) {
+      const int cfg = comm->config.nvlsCTAs;
+      add_nvls(comm->topo, enable, &comm->nvls_graph, &in, cfg > 0 && cfg != NCCL_CONFIG_UNDEF_INT ? cfg : 0);
+      comm->nvls_runs = in.nvls != nullptr;
+    } else {
+      in.nvls_why = "cclab runs NVLS on the host backend modelling one NVSwitch machine whose ranks share this host";
+    }
+  }
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);
   in.net_overhead_us = overhead_ns < 0 ? -1.0 : static_cast<double>(overhead_ns) / 1000.0;

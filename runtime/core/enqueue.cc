@@ -36,26 +36,31 @@ int channels_for(ncclComm_t comm, size_t bytes) {
 // the combinations NCCL_ALGO / NCCL_PROTO leave enabled (graph/tuning.h). The same on every rank,
 // since the model's inputs are agreed at init. Fails when the environment leaves nothing cclab can
 // run for this collective.
+// nvls_ok: the call's datatype and op have a multimem reduction (graph/tuning.h, nvls_op_supported).
 ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, AlgoKind* algo, int* proto,
-                               double* time_us, int* nchannels = nullptr, bool scaling_op = false) {
+                               double* time_us, int* nchannels = nullptr, bool scaling_op = false,
+                               bool nvls_ok = true) {
   TunerChoice c;
   // NCCL's PAT ReduceScatter does not run scaling reductions (ncclAvg, ncclRedOpCreatePreMulSum).
   if (coll == CollKind::kReduceScatter && scaling_op) {
-    c = comm->tuner.choose(coll, bytes, 1, false);
+    c = comm->tuner.choose(coll, bytes, 1, false, nvls_ok);
   } else {
     std::lock_guard<std::mutex> lk(comm->choice_mu);
-    if (comm->choice_bytes != bytes || comm->choice_coll != coll) {
-      comm->choice = comm->tuner.choose(coll, bytes);
+    if (comm->choice_bytes != bytes || comm->choice_coll != coll || comm->choice_nvls_ok != nvls_ok) {
+      comm->choice = comm->tuner.choose(coll, bytes, 1, true, nvls_ok);
       comm->choice_coll = coll;
       comm->choice_bytes = bytes;
+      comm->choice_nvls_ok = nvls_ok;
     }
     c = comm->choice;
   }
-  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree && c.algo != AlgoKind::kPat))
+  if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree && c.algo != AlgoKind::kPat &&
+                   !(c.algo == AlgoKind::kNvls && comm->nvls_runs)))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
                         "runs: Ring for every collective, Tree for AllReduce, PAT (Simple, one GPU per node or "
-                        "NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling reduction)",
+                        "NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling reduction, NVLS on a "
+                        "modelled NVSwitch machine of sm90+)",
                         coll_name(coll), param_str("NCCL_ALGO", "(unset)").c_str(),
                         param_str("NCCL_PROTO", "(unset)").c_str());
   *algo = c.algo;
@@ -143,7 +148,7 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
     w.proto = kProtoSimple;
   } else {
     res = choose_algo_proto(comm, op.coll, total, &algo, &w.proto, &predicted_us, &model_channels,
-                            op.op == ncclAvg || op.op >= ncclNumOps);
+                            op.op == ncclAvg || op.op >= ncclNumOps, nvls_op_supported(op.coll, op.type, op.op));
     if (res != ncclSuccess) return res;
   }
   // The host model (graph/tuning.h, HostCosts) picks the channel count with the algorithm and protocol,
@@ -152,7 +157,8 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
                     ? std::max(1, std::min(model_channels, comm->nchannels))
                     : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
-  w.chunk_bytes = custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
+  w.chunk_bytes = algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, w.nchannels, comm->nranks, comm->nvls_step_bytes)
+                  : custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
                   : algo == AlgoKind::kPat ? pat_chunk_bytes(op.coll, comm->proto_buff_bytes[w.proto], total, w.nchannels)
                   : tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,
                                             comm->nranks)
@@ -261,7 +267,8 @@ ncclResult_t group_simulate_end(double* time_us) {
     int proto;
     double t = 0;
     ncclResult_t r = choose_algo_proto(comm, op.coll, total, &algo, &proto, &t, nullptr,
-                                       op.op == ncclAvg || op.op >= ncclNumOps);
+                                       op.op == ncclAvg || op.op >= ncclNumOps,
+                                       nvls_op_supported(op.coll, op.type, op.op));
     if (r != ncclSuccess) return r;
     per_comm[comm] += t;
   }

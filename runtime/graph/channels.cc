@@ -198,4 +198,22 @@ TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const T
   return in;
 }
 
+void add_nvls(const Topology& topo, int64_t nvls_enable, TopoGraph* graph, TunerInput* in, int nvls_ctas, int min_ctas,
+              int max_ctas) {
+  in->nvls = nullptr;
+  in->nvls_channels = 0;
+  if (nvls_enable == 0) {
+    in->nvls_why = "NVLS is off (NCCL_NVLS_ENABLE=0)";
+    return;
+  }
+  std::string why;
+  if (!search_nvls_graph(topo, graph, &why, in->nranks / std::max(1, in->nnodes))) {
+    in->nvls_why = "no NVLS on this machine: " + why;
+    return;
+  }
+  in->nvls = graph;
+  in->nvls_why.clear();
+  in->nvls_channels = nvls_default_channels(in->sm_min, in->nnodes, nvls_ctas, min_ctas, max_ctas);
+}
+
 }  // namespace cclab

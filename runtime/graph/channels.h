@@ -92,4 +92,13 @@ int pat_enable_param();
 TunerInput make_tuner_input(const Topology& topo, const TopoGraph& ring, const TopoGraph& tree,
                             const RankPlacement& place, int channels);
 
+// Adds NVLS to the cost model's input as NCCL's init would (ncclNvlsInit, then the NVLS graph search):
+// `nvls_enable` is NCCL_NVLS_ENABLE (0: off; 1: forced; 2, the default: the GPUs' multicast support,
+// which on a modelled machine is its NVLS graph: an NVSwitch and sm90+). On success in->nvls points at
+// *graph and in->nvls_channels is NCCL's NVLS_NCHANNELS for the GPUs (nvls_ctas, min_ctas, max_ctas:
+// ncclConfig_t's nvlsCTAs, minCTAs, maxCTAs, 0 = unset); otherwise in->nvls stays null and in->nvls_why
+// says why. Ranks per machine: in->nranks / in->nnodes.
+void add_nvls(const Topology& topo, int64_t nvls_enable, TopoGraph* graph, TunerInput* in, int nvls_ctas = 0,
+              int min_ctas = 0, int max_ctas = 0);
+
 }  // namespace cclab

@@ -1004,6 +1004,64 @@ bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error) {
   return searcher.compute(graph, error);
 }
 
+bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int used) {
+  *graph = TopoGraph{};
+  graph->id = 3;
+  graph->pattern = GraphPattern::kNvls;
+  auto fail = [&](const std::string& s) {
+    if (why) *why = s;
+    return false;
+  };
+  std::vector<int> gpus = topo.gpus(0);
+  if (used > 0 && used < static_cast<int>(gpus.size())) gpus.resize(used);
+  const int ngpus = static_cast<int>(gpus.size());
+  if (ngpus < 2) return fail("NVLS needs 2 GPUs or more on a machine");
+  int cc_min = 1000;
+  for (int g : gpus) cc_min = std::min(cc_min, topo.nodes[g].sm);
+  if (cc_min < 90) return fail("NVLS needs sm90 or later (NVLink SHARP), the GPUs are sm" + std::to_string(cc_min));
+  if (topo.nodes_of(TopoNodeType::kNvs, 0).empty()) return fail("NVLS needs an NVSwitch, the machine has none");
+  // Bandwidth between each GPU and the switch, each direction (NCCL merges the NVSwitches into one NVS
+  // node: the GPU's NVLinks to all of them), and the GPU's total link bandwidth (system->totalBw).
+  double cap = 0, total = 0;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    double up = 0, down = 0, all = 0;
+    for (int l : topo.nodes[gpus[i]].out) {
+      const TopoLink& link = topo.links[l];
+      all += link.model_bw;
+      if (topo.nodes[link.to].type != TopoNodeType::kNvs) continue;
+      up += link.model_bw;
+      down += topo.links[link.reverse].model_bw;
+    }
+    if (up <= 0 || down <= 0) return fail(topo.nodes[gpus[i]].name + " has no NVLink to the NVSwitch");
+    const double c = std::min(up, down);
+    cap = i == 0 ? c : std::min(cap, c);
+    total = std::max(total, all);
+  }
+  const int nch = std::min(32, ngpus);  // NCCL_MAX_NVLS_ARITY; one machine: minChannels = maxChannels
+  const float* speeds = cc_min >= 100 ? kSm100SpeedIntra : kSm90SpeedIntra;
+  const int nspeeds = static_cast<int>(cc_min >= 100 ? sizeof(kSm100SpeedIntra) / sizeof(float)
+                                                     : sizeof(kSm90SpeedIntra) / sizeof(float));
+  const double total_bw = total * ngpus / (ngpus - 1.0);  // a pattern other than the ring
+  int i = 0;
+  while (i < nspeeds - 1 && (speeds[i] > cap || speeds[i] * nch > total_bw)) ++i;
+  while (i < nspeeds && (ngpus + 1) * static_cast<double>(speeds[i]) > cap + 1e-6) ++i;
+  if (i >= nspeeds) return fail("the NVLinks to the NVSwitch are too slow for an NVLS channel per GPU");
+  graph->nchannels = nch;
+  graph->bw_intra = graph->bw_inter = speeds[i];
+  // ncclTopoCompute's second pass raises an NVLS graph's bwInter one speed at a time while it stays
+  // under twice bwIntra; on one machine nothing crosses a NET, so every raise succeeds (40/60 on H100).
+  for (int k = i; k > 0 && graph->bw_inter < graph->bw_intra * 2;) graph->bw_inter = speeds[--k];
+  graph->type_intra = PathType::kNvl;
+  graph->type_inter = PathType::kNvl;
+  graph->same_channels = false;
+  for (int c = 0; c < nch; ++c) {
+    std::vector<int> order;
+    for (int k = 0; k < ngpus; ++k) order.push_back(topo.nodes[gpus[(c + k) % ngpus]].dev);
+    graph->intra.push_back(order);
+  }
+  return true;
+}
+
 std::vector<int> ring_order(const Topology& topo, const TopoGraph& ring, int channel) {
   std::vector<int> order;
   if (channel < 0 || channel >= static_cast<int>(ring.intra.size())) return order;

@@ -58,6 +58,19 @@ struct TopoGraph {
 // bounds. Returns false with *error when no solution exists at all (e.g. no GPUs).
 bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error);
 
+// NCCL's NVLS graph (graph id 3, NCCL_TOPO_PATTERN_NVLS) of machine 0, as ncclTopoCompute finds it on
+// one machine: only on an NVSwitch machine whose GPUs are all sm90 or later; one channel per GPU (at
+// most NCCL_MAX_NVLS_ARITY = 32), channel c headed by GPU c, every GPU pulling its share through the
+// switch; the per-channel speed is the highest of the intra speed ladder that the links between each
+// GPU and the NVSwitches carry when every channel takes it once per GPU and twice on its head's
+// (ncclTopoSearchTryNvls: (GPUs + 1) x speed per GPU and direction), bwInter raised by the second pass
+// while under 2 x bwIntra. Returns false with *why when the
+// machine has no NVLS (no NVSwitch, an older GPU, fewer than 2 GPUs, a GPU off the switch); the graph
+// then has 0 channels.
+// `gpus` > 0: only the first `gpus` GPUs of the machine play ranks (NCCL's topology holds only the
+// communicator's GPUs).
+bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int gpus = 0);
+
 // Ring order over all ranks for channel c of a searched ring graph: machine-major concatenation of
 // intra[c], with rank = machine * gpus_per_machine + dev. out[i] is the i-th rank of the ring.
 std::vector<int> ring_order(const Topology& topo, const TopoGraph& ring, int channel);

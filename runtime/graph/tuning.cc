@@ -27,6 +27,7 @@ constexpr int kP = kNumProtos;
 constexpr int kTree = static_cast<int>(AlgoKind::kTree);
 constexpr int kRing = static_cast<int>(AlgoKind::kRing);
 constexpr int kPat = static_cast<int>(AlgoKind::kPat);
+constexpr int kNvls = static_cast<int>(AlgoKind::kNvls);
 constexpr int kLL = static_cast<int>(ProtoKind::kLL);
 constexpr int kLL128 = static_cast<int>(ProtoKind::kLL128);
 constexpr int kSimple = static_cast<int>(ProtoKind::kSimple);
@@ -55,6 +56,10 @@ const double kHwLatencies[3][kA][kP] = {
 
 // GPU generation index (NCCL_VOLTA/AMPERE/HOPPER/BLACKWELL_COMPCAP_IDX) picked from the smallest sm.
 const char* const kGenNames[4] = {"Volta", "Ampere", "Hopper", "Blackwell"};
+
+// NVLS efficiency per generation (nvlsEfficiency, tuning.cc): the share of the NVLS graph's
+// per-channel speed that NVLink SHARP delivers.
+const double kNvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};
 
 // Caps in GB/s, [generation or CPU row][node-count index: 1 node, 2 nodes, more].
 // ncclTunerConstantsDefaults.llMaxBws: on one node the row is the GPU generation; on several nodes row
@@ -157,12 +162,14 @@ int ll_row(const TunerInput& in) {
 const TopoGraph* graph_of(const TunerInput& in, int a) {
   if (a == kRing) return in.ring;
   if (a == kTree || a == kPat) return in.tree;  // NCCL's graphs[NCCL_ALGO_PAT] is the tree graph
+  if (a == kNvls) return in.nvls;
   return nullptr;
 }
 
 // Channels the communicator runs for this algorithm (NCCL's comm->nChannels).
 int comm_channels(const TunerInput& in, int a) {
   const TopoGraph* g = graph_of(in, a);
+  if (a == kNvls) return in.nvls_channels > 0 ? in.nvls_channels : nvls_default_channels(in.sm_min, in.nnodes);
   int explicit_nc = a == kRing ? in.ring_channels : a == kTree || a == kPat ? in.tree_channels : 0;
   if (explicit_nc > 0) return explicit_nc;
   return g != nullptr && g->nchannels > 0 ? g->nchannels : 1;
@@ -191,6 +198,8 @@ bool modelled(CollKind coll, int a) {
   if (a == kRing) return true;
   if (a == kTree) return coll == CollKind::kAllReduce;
   if (a == kPat) return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter;
+  if (a == kNvls)
+    return coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter;
   return false;
 }
 
@@ -203,7 +212,11 @@ std::string not_modelled_reason(CollKind coll, int a) {
     case AlgoKind::kCollNetDirect:
     case AlgoKind::kCollNetChain: return "CollNet needs in-network reduction (SHARP) that cclab does not model";
     case AlgoKind::kNvls:
-    case AlgoKind::kNvlsTree: return "NVLS needs NVLink SHARP (a reducing NVSwitch) that cclab does not model";
+      return coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter
+                 ? ""
+                 : "NCCL has no NVLS for this collective";
+    case AlgoKind::kNvlsTree:
+      return "NVLS-Tree (NVLS inside machines, trees across them) is not implemented in cclab yet";
     case AlgoKind::kPat:
       return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter
                  ? ""
@@ -226,6 +239,13 @@ double model_latency(const TunerInput& in, CollKind coll, int a, int p, std::str
   const TopoGraph& g = *graph_of(in, a);
   const int nranks = in.nranks, nnodes = in.nnodes, ppn = nranks / nnodes;
   const int nsteps = nsteps_of(coll, nranks);
+  if (a == kNvls) {
+    // NCCL: latencies = intraLat (the base latency is replaced, not added), + interLat across machines.
+    const int ihw = intra_hw(g);
+    const double lat = hw_lat(in, ihw, a, p);
+    if (how) *how = format("%s NVLS %s (replaces the base)", kHwNames[ihw], num(lat).c_str());
+    return lat;
+  }
   const double base = kBaseLatencies[a][p];
   const int ihw = intra_hw(g);
   double intra_lat = hw_lat(in, ihw, a, p);
@@ -295,11 +315,25 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
   const int gi = gen_index(in), ni = nodes_index(in);
   const double ll_max = kLlMaxBws[ll_row(in)][ni];
   const bool use_intra = in.nnodes <= 2;
-  const double per_ch = use_intra ? g.bw_intra : g.bw_inter;
+  double per_ch = use_intra ? g.bw_intra : g.bw_inter;
   const int nch = g.nchannels;
+  std::string s;
+  if (a == kNvls) {
+    // NVLS busBw per channel: bwIntra x nvlsEfficiency x (nChannels-1)/nChannels, x2 for AllReduce (it
+    // pipelines two operations: the reduction and the multicast), else x (ppn-1)/ppn; capped by bwInter.
+    const double eff = kNvlsEfficiency[gi];
+    const double ppn = static_cast<double>(in.nranks) / in.nnodes;
+    double intra = g.bw_intra * eff * (nch - 1) / nch;
+    const double f = coll == CollKind::kAllReduce ? 2.0 : (ppn - 1) / ppn;
+    intra *= f;
+    per_ch = std::min(intra, g.bw_inter);
+    s = format("NVLS: min(bwIntra %s x efficiency %s x %d/%d x %s, bwInter %s) = %s; ", num(g.bw_intra).c_str(),
+               num(eff).c_str(), nch - 1, nch, coll == CollKind::kAllReduce ? "2 (two pipelined ops)" : "(ppn-1)/ppn",
+               num(g.bw_inter).c_str(), num(per_ch).c_str());
+  }
   double bus = nch * per_ch;
-  std::string s = format("%d ch x %s GB/s (%s) = %s", nch, num(per_ch).c_str(), use_intra ? "bwIntra" : "bwInter",
-                         num(bus).c_str());
+  s += format("%d ch x %s GB/s (%s) = %s", nch, num(per_ch).c_str(),
+              a == kNvls ? "NVLS" : use_intra ? "bwIntra" : "bwInter", num(bus).c_str());
   if (a == kRing && p == kLL) {
     double half = bus * .5;
     bus = std::min(ll_max, half);
@@ -340,9 +374,12 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
     bus *= .75;
     s += format("; PAT x 0.75 = %s (AllGather/ReduceScatter: no algorithm-bandwidth ratio)", num(bus).c_str());
   }
-  // Bus bandwidth to algorithm bandwidth (NCCL leaves AllGather/ReduceScatter's non-ring algorithms as they are).
+  // Bus bandwidth to algorithm bandwidth: NCCL leaves AllGather/ReduceScatter of other algorithms than
+  // Ring as they are.
   if (a == kPat) {
-  } else if (a == kRing) {
+  } else if (a == kNvls && coll != CollKind::kAllReduce) {
+    s += "; AllGather/ReduceScatter: bus = algorithm bandwidth";
+  } else if (a == kRing || a == kNvls) {
     int nsteps = nsteps_of(coll, in.nranks);
     bus *= static_cast<double>(in.nranks) / nsteps;
     s += format("; x nRanks/nsteps %d/%d", in.nranks, nsteps);
@@ -467,6 +504,19 @@ bool ll128_default(const TunerInput& in, int a, std::string* why) {
 // Whether a modelled combination is enabled, with the reason when it is not.
 bool is_enabled(const TunerInput& in, CollKind coll, int a, int p, std::string* why) {
   int c = coll_index(coll);
+  if (a == kNvls) {
+    auto no = [&](const std::string& s) {
+      if (why) *why = s;
+      return false;
+    };
+    if (p != kSimple) return no("NVLS runs the Simple protocol only");
+    if (in.nnodes > 1)
+      return no("NCCL runs NVLS across machines only with CollNet (collnetEnable 0 disables it); NVLS-Tree is "
+                "its multi-machine form");
+    if (in.nvls == nullptr || in.nvls->nchannels < 2) return no("NVLS needs at least 2 channels");
+    if (coll != CollKind::kAllReduce && in.nranks / in.nnodes > 32)
+      return no("NVLS AllGather/ReduceScatter needs at most 32 ranks per machine (NCCL_MAX_NVLS_ARITY)");
+  }
   if (!in.enable.algo[c][a]) {
     if (why) *why = "disabled by NCCL_ALGO";
     return false;
@@ -503,6 +553,28 @@ std::string combo_name(int a, int p) {
 // [SECTION] CostModel
 // ---------------------------------------------------------------------------------------------------
 
+int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas, int min_ctas, int max_ctas) {
+  int ch = sm_min >= 100 ? (nnodes > 1 ? 32 : 24) : 16;  // NVLS_NCHANNELS_SM100 / _SM100_NVL / _SM90
+  if (nvls_ctas > 0) ch = nvls_ctas;
+  if (max_ctas > 0) ch = std::min(ch, max_ctas);
+  if (min_ctas > 0) ch = std::max(ch, min_ctas);
+  return ch;
+}
+
+double nvls_efficiency(int sm) { return kNvlsEfficiency[sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0]; }
+
+bool nvls_op_supported(CollKind coll, int type, int op) {
+  if (coll == CollKind::kAllGather) return true;
+  // ncclDataType_t: 2 int32 3 uint32 4 int64 5 uint64 6 half 7 float 8 double 9 bfloat16;
+  // ncclRedOp_t: 0 sum 2 max 3 min.
+  const bool sum = op == 0, minmax = op == 2 || op == 3;
+  switch (type) {
+    case 2: case 3: case 4: case 5: case 6: case 9: return sum || minmax;
+    case 7: case 8: return sum;
+    default: return false;
+  }
+}
+
 HostCosts host_costs(int cores, int ranks_per_host, int max_channels) {
   HostCosts h;
   h.cores = std::max(cores, 1);
@@ -534,6 +606,8 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
   if (in.sm_min <= 0 || in.sm_max < in.sm_min)
     return fail(format("bad compute capabilities sm_min %d sm_max %d", in.sm_min, in.sm_max));
   if (in.ring == nullptr && in.tree == nullptr) return fail("no graph (ring and tree are both null)");
+  if (in.nvls != nullptr && (in.nvls->nchannels < 0 || in.nvls->bw_intra < 0 || in.nvls->bw_inter < 0))
+    return fail("the NVLS graph has a negative channel count or bandwidth");
   for (const TopoGraph* g : {in.ring, in.tree}) {
     if (g == nullptr) continue;
     if (g->nchannels < 1) return fail(format("graph %d has %d channels", g->id, g->nchannels));
@@ -571,7 +645,7 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
   for (int c = 0; c < kNumColls; c++) {
     CollKind coll = static_cast<CollKind>(c);
     for (int a = 0; a < kA; a++) {
-      if (!modelled(coll, a) || graph_of(in, a) == nullptr) continue;
+      if (!modelled(coll, a) || graph_of(in, a) == nullptr || (host_model() && a == kNvls)) continue;
       for (int p = 0; p < kP; p++) {
         if (host_model()) {
           lat_[c][a][p] = host_latency(in, coll, a, p, 1, nullptr);
@@ -634,7 +708,7 @@ double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind 
   return lat * lat_count + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, bool allow_pat) const {
+TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, bool allow_pat, bool nvls_ok) const {
   TunerChoice out;
   if (coll_index(coll) < 0 || coll_index(coll) >= kNumColls) return out;
   int best_a = -1, best_p = -1, best_nc = 1;
@@ -646,6 +720,7 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, boo
     // topoGetAlgoInfo: the lowest time wins; ties go to the lower algorithm, then protocol index.
     for (int a = 0; a < kA; a++) {
       if (a == kPat && !allow_pat) continue;
+      if (a == kNvls && !nvls_ok) continue;  // getAlgoInfo: no multimem reduction for this type and op
       for (int p = 0; p < kP; p++) {
         int nc = 1;
         double t = time_us(coll, bytes, static_cast<AlgoKind>(a), static_cast<ProtoKind>(p), num_pipe_ops, &nc);
@@ -673,6 +748,12 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, boo
   long long threshold = kThreadThresholds[best_p];
   if (best_a == kRing && best_p == kLL) threshold *= in_.nranks;
   const long long nbytes = static_cast<long long>(bytes);
+  if (best_a == kNvls) {
+    // "NVLS should not need more than 16 channels to get peak BW": comm->nvlsChannels, all threads.
+    out.nchannels = static_cast<int>(nc);
+    out.nthreads = static_cast<int>(nt);
+    return out;
+  }
   while (nbytes < nc * nt * threshold && nc >= 2) nc--;
   while (nbytes < nc * nt * threshold && nt % 128 == 0) nt /= 2;
   if (best_p == kSimple) {
@@ -693,7 +774,12 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
   if (in_.nranks == 1) return head + "1 rank: NCCL does not tune, it runs Ring/Simple (a local copy), time 0";
 
   if (!modelled(coll, a)) return head + "unavailable - " + not_modelled_reason(coll, a);
-  if (graph_of(in_, a) == nullptr) return head + "unavailable - no " + algo_name(algo) + " graph was given";
+  if (graph_of(in_, a) == nullptr)
+    return head + "unavailable - " +
+           (a == kNvls && !in_.nvls_why.empty()
+                ? in_.nvls_why
+                : "no " + std::string(algo_name(algo)) + " graph was given" +
+                      (a == kNvls ? " (NVLink SHARP needs an NVSwitch machine of sm90+)" : ""));
   std::string why;
   if (!is_enabled(in_, coll, a, p, &why)) return head + "unavailable - " + why;
 
@@ -794,13 +880,18 @@ std::string CostModel::describe() const {
                   num(g->latency_inter).c_str(), comm_channels(in, a),
                   ll128 ? "LL128 on by default" : why.c_str());
   }
-  out += "  CollNetDirect/CollNetChain (SHARP) and NVLS/NVLSTree (NVLink SHARP) are not modelled by cclab: "
-         "bandwidth 0\n";
   if (!host_model()) {
+    if (in.nvls != nullptr)
+      out += format("  NVLS graph: %d ch x %s/%s GB/s, %d comm NVLS channels (NVLS_NCHANNELS), efficiency %s\n",
+                    in.nvls->nchannels, num(in.nvls->bw_intra).c_str(), num(in.nvls->bw_inter).c_str(),
+                    comm_channels(in, kNvls), num(kNvlsEfficiency[gen_index(in)]).c_str());
+    else
+      out += "  NVLS: unavailable (" + (in.nvls_why.empty() ? std::string("no NVLS graph") : in.nvls_why) + ")\n";
     std::string why;
     out += format("  PAT (AllGather/ReduceScatter, tree graph): %s\n",
                   is_enabled(in, CollKind::kAllGather, kPat, kSimple, &why) ? "on (Simple)" : why.c_str());
   }
+  out += "  CollNetDirect/CollNetChain (SHARP) and NVLSTree are not modelled by cclab: bandwidth 0\n";
 
   // The TUNING table, in NCCL's layout: blocks of three algorithms, rows in ncclFunc_t order,
   // "latency(us)/bandwidth(GB/s)" per protocol.

@@ -8,9 +8,10 @@
 // time among enabled combinations) and the channel/thread trimming for small sizes. Constants are in
 // tuning.cc with the NCCL table each comes from (../shared/reference/nccl-facts.md section 3).
 //
-// cclab runs Ring (every collective) and Tree (AllReduce); CollNet, NVLS and PAT need hardware cclab
-// does not model (SHARP switches, NVLink SHARP) or are not implemented, so the model reports them as
-// unavailable (time < 0) rather than inventing numbers.
+// cclab runs Ring (every collective), Tree (AllReduce) and NVLS (AllReduce, AllGather, ReduceScatter on
+// one NVSwitch machine of sm90+: kernels/nvls.h); CollNet, NVLS-Tree and PAT need hardware cclab does
+// not model (SHARP switches) or are not implemented, so the model reports them as unavailable
+// (time < 0) rather than inventing numbers.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +53,10 @@ struct TunerInput {
   CpuVendor cpu_vendor = CpuVendor::kIntel;
   const TopoGraph* ring = nullptr;  // searched graphs; nullptr = that algorithm unavailable
   const TopoGraph* tree = nullptr;
+  // NCCL's NVLS graph (search_nvls_graph); nullptr = no NVLS (comm->nvlsSupport 0), nvls_why says why.
+  const TopoGraph* nvls = nullptr;
+  std::string nvls_why;
+  int nvls_channels = 0;         // NCCL's comm->nvlsChannels; 0 = nvls_default_channels
   int ring_channels = 0;         // channels the communicator really runs (<= graph nchannels x 2);
   int tree_channels = 0;         // 0 = the graph's nchannels
   AlgoProtoEnable enable;        // NCCL_ALGO / NCCL_PROTO (everything enabled by default)
@@ -68,6 +73,21 @@ struct TunerChoice {
   double time_us = -1;           // predicted, for the untrimmed configuration as NCCL compares them
   bool valid = false;            // false when nothing is enabled / available for this collective
 };
+
+// NCCL's NVLS_NCHANNELS: 16 on sm90, on sm100+ 24 on one machine (NVLS_NCHANNELS_SM100_NVL) and 32
+// across machines; a config's nvlsCTAs (>0) replaces it; then clamped to [min_ctas, max_ctas] (the
+// config's minCTAs/maxCTAs; <= 0: no bound) as ncclNvlsInit does.
+int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas = 0, int min_ctas = 0, int max_ctas = 0);
+
+// NCCL's ncclNvlsSupported: the multimem reductions exist for sum, min and max on (u)int32, (u)int64,
+// half and bfloat16, and for sum on float and double. `type` is ncclDataType_t, `op` ncclRedOp_t (avg
+// is a pre- or post-multiplied sum on the device, so it is not supported). AllGather needs no
+// reduction: NVLS runs it for every type.
+bool nvls_op_supported(CollKind coll, int type, int op);
+
+// NCCL's nvlsEfficiency for the GPU generation of compute capability sm (x10): 0.85 Hopper, 0.74
+// Blackwell, 0 before.
+double nvls_efficiency(int sm);
 
 class CostModel {
  public:
@@ -90,8 +110,10 @@ class CostModel {
 
   // NCCL's choice: lowest time among enabled combinations, then channel/thread trimming.
   // allow_pat = false: the call's reduction scales (ncclAvg, a pre-multiplied sum), which NCCL's PAT
-  // ReduceScatter does not run (updateCollCostTable skips it).
-  TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1, bool allow_pat = true) const;
+  // ReduceScatter does not run (updateCollCostTable skips it). nvls_ok = false: the call's datatype and
+  // op have no multimem reduction (nvls_op_supported), so NVLS is skipped.
+  TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1, bool allow_pat = true,
+                     bool nvls_ok = true) const;
 
   // "Tree/LL at 64 KiB: 13.0 us = latency 12.1 us (base 6.8 + 2 x (7 x 0.6 + ...)) + 0.9 us for
   // 65536 B at 72.0 GB/s; not chosen: Ring/LL 14.2 us ..." - the derivation of one prediction.

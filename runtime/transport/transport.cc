@@ -56,7 +56,8 @@ class ShmSegment : public Segment {
 struct Registry {
   std::mutex mu;
   std::condition_variable cv;
-  std::map<std::string, std::shared_ptr<Segment>> published;
+  // A published segment and how many openers may still take it.
+  std::map<std::string, std::pair<std::shared_ptr<Segment>, int>> published;
 };
 Registry& registry() {
   static Registry* r = new Registry;  // never destroyed: threads may still use it at exit
@@ -120,7 +121,7 @@ ncclResult_t poll_watch(const ConnectWatch& watch, double start, double* next) {
 }
 
 ncclResult_t shm_open_wait(const std::string& name, size_t bytes, const std::atomic<int>* abort, double timeout_s,
-                           std::shared_ptr<Segment>* out, const ConnectWatch& watch) {
+                           std::shared_ptr<Segment>* out, const ConnectWatch& watch, int openers) {
   const double start = now_us(), deadline = start + timeout_s * 1e6;
   double next_watch = kWatchEveryUs;
   for (;;) {
@@ -134,8 +135,9 @@ ncclResult_t shm_open_wait(const std::string& name, size_t bytes, const std::ato
           return report_error(ncclSystemError, "SHM: mmap of %s failed: %s", name.c_str(), strerror(errno));
         auto* hdr = static_cast<ConnFifoHeader*>(base);
         while (!__atomic_load_n(&hdr->ready, __ATOMIC_ACQUIRE)) std::this_thread::yield();
-        shm_unlink(name.c_str());
-        __atomic_store_n(&hdr->sender_attached, 1u, __ATOMIC_RELEASE);
+        // The last of the openers unlinks the name (one for a connection).
+        if (__atomic_add_fetch(&hdr->sender_attached, 1u, __ATOMIC_ACQ_REL) >= static_cast<uint32_t>(openers))
+          shm_unlink(name.c_str());
         *out = std::make_shared<ShmSegment>(base, bytes, name, false);
         return ncclSuccess;
       }
@@ -157,7 +159,8 @@ const char* transport_name(TransportKind k) {
   return k == TransportKind::kP2p ? "P2P/direct pointer" : k == TransportKind::kShm ? "SHM" : "NET/Socket/0";
 }
 
-ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out) {
+ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out,
+                            int openers) {
   if (kind == TransportKind::kShm) return shm_create(name, bytes, out);
   auto seg = std::make_shared<HeapSegment>(bytes);
   if (!seg->base()) return report_error(ncclSystemError, "P2P: cannot allocate %zu bytes for %s", bytes, name.c_str());
@@ -165,7 +168,7 @@ ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t 
   Registry& r = registry();
   {
     std::lock_guard<std::mutex> lk(r.mu);
-    if (!r.published.emplace(name, seg).second)
+    if (!r.published.emplace(name, std::make_pair(seg, openers < 1 ? 1 : openers)).second)
       return report_error(ncclInternalError, "P2P: connection %s created twice", name.c_str());
   }
   r.cv.notify_all();
@@ -174,8 +177,8 @@ ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t 
 }
 
 ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t bytes, const std::atomic<int>* abort,
-                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch) {
-  if (kind == TransportKind::kShm) return shm_open_wait(name, bytes, abort, timeout_s, out, watch);
+                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch, int openers) {
+  if (kind == TransportKind::kShm) return shm_open_wait(name, bytes, abort, timeout_s, out, watch, openers < 1 ? 1 : openers);
   Registry& r = registry();
   std::unique_lock<std::mutex> lk(r.mu);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
@@ -184,10 +187,10 @@ ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t by
   for (;;) {
     auto it = r.published.find(name);
     if (it != r.published.end()) {
-      *out = it->second;
-      r.published.erase(it);
+      *out = it->second.first;
+      if (--it->second.second <= 0) r.published.erase(it);
       auto* hdr = static_cast<ConnFifoHeader*>((*out)->base());
-      __atomic_store_n(&hdr->sender_attached, 1u, __ATOMIC_RELEASE);
+      __atomic_add_fetch(&hdr->sender_attached, 1u, __ATOMIC_ACQ_REL);
       return ncclSuccess;
     }
     if (abort && abort->load()) return report_error(ncclInternalError, "P2P: connecting %s aborted", name.c_str());

@@ -40,8 +40,11 @@ class Segment {
 };
 
 // Receiver side: creates `bytes` of zeroed connection memory named `name`, with the FIFO header's
-// `ready` flag set.
-ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out);
+// `ready` flag set. `openers`: how many peers will open it (1 for a connection; an NVLS region, which
+// every other rank of the group maps, nranks - 1); each opener counts itself in the header's
+// `sender_attached`.
+ncclResult_t segment_create(TransportKind kind, const std::string& name, size_t bytes, std::shared_ptr<Segment>* out,
+                            int openers = 1);
 
 // Watches a wait for a connection (core/comm.cc: the doctor): called about every 250 ms with the
 // microseconds waited; a non-zero ncclResult_t ends the wait with that code and *why.
@@ -50,7 +53,9 @@ using ConnectWatch = std::function<int(double waited_us, std::string* why)>;
 // Sender side: waits until the receiver has created `name`, then maps it. Polls `abort` (non-zero:
 // give up) and `watch` (when given), and gives up after `timeout_s` seconds with an error naming the
 // connection.
+// `openers` must be the creator's: the last opener unlinks an SHM name, or takes a P2P segment off the registry.
 ncclResult_t segment_open(TransportKind kind, const std::string& name, size_t bytes, const std::atomic<int>* abort,
-                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch = {});
+                          double timeout_s, std::shared_ptr<Segment>* out, const ConnectWatch& watch = {},
+                          int openers = 1);
 
 }  // namespace cclab

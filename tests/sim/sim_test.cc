@@ -5,6 +5,8 @@
 
 #include <string>
 #include <tuple>
+#include <vector>
+#include <cstdlib>
 
 #include "sim/sim.h"
 
@@ -366,6 +368,85 @@ TEST(Sim, NetMessageCostIsPaidBetweenMachinesOnly) {
       EXPECT_LE(dt, 10.0 * 2 * 16) << "base " << base.sizes.at(0).time_us << " us";  // 2 crossings x 2(n-1) steps
     }
   }
+}
+
+// NVLS (kernels/nvls.h) in payload mode: every type and op the simulator's payload mode checks that NVLS
+// supports (sum on half, bfloat16, float, int32, double; min and max on half, bfloat16, int32; AllGather
+// also int8), odd counts (a last loop split unevenly over the heads) and sizes that wrap the FIFOs (a
+// 4 KiB NCCL_NVLS_CHUNKSIZE), one and two channels, 8 and 5 ranks: byte-exact on every rank, and NVLS ran.
+TEST(Sim, NvlsPayloadExact) {
+  struct Chunk {  // unset again however the test ends
+    Chunk() { setenv("NCCL_NVLS_CHUNKSIZE", "4096", 1); }
+    ~Chunk() { unsetenv("NCCL_NVLS_CHUNKSIZE"); }
+  } chunk;
+  struct TypeOps {
+    SimType type;
+    std::vector<RedOpKind> ops;
+  };
+  const std::vector<TypeOps> reducing = {
+      {SimType::kFloat16, {RedOpKind::kSum, RedOpKind::kMax, RedOpKind::kMin}},
+      {SimType::kBfloat16, {RedOpKind::kSum, RedOpKind::kMax, RedOpKind::kMin}},
+      {SimType::kFloat32, {RedOpKind::kSum}},
+      {SimType::kInt32, {RedOpKind::kSum, RedOpKind::kMax, RedOpKind::kMin}},
+      {SimType::kFloat64, {RedOpKind::kSum}}};
+  int cases = 0;
+  for (int nranks : {8, 5})
+    for (int nch : {1, 2})
+      for (CollKind coll : {CollKind::kAllReduce, CollKind::kReduceScatter, CollKind::kAllGather})
+        for (const TypeOps& to : reducing)
+          for (RedOpKind op : coll == CollKind::kAllGather ? std::vector<RedOpKind>{RedOpKind::kSum} : to.ops)
+            for (size_t count : {size_t{7}, size_t{100003}}) {
+              SimConfig cfg = payload_config("dgx-h100", coll, "nvls", "", 0);
+              cfg.type = to.type;
+              cfg.op = op;
+              cfg.nranks = nranks;
+              cfg.max_channels = nch;
+              cfg.iters = 2;
+              cfg.min_bytes = cfg.max_bytes = count * sim_type_size(to.type) * (coll == CollKind::kAllReduce ? 1 : nranks);
+              SimResult r;
+              std::string err;
+              ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+              ASSERT_EQ(r.sizes.size(), 1u);
+              const std::string what = std::string(coll_label(coll)) + " " + sim_type_name(to.type) + " op " +
+                                       std::to_string(static_cast<int>(op)) + " count " + std::to_string(count) +
+                                       " ranks " + std::to_string(nranks) + " ch " + std::to_string(nch);
+              EXPECT_EQ(r.sizes[0].wrong, 0) << what;
+              EXPECT_EQ(r.sizes[0].algo, AlgoKind::kNvls) << what;
+              ++cases;
+            }
+  // AllGather of int8 (no reduction: every type).
+  SimConfig cfg = payload_config("dgx-h100", CollKind::kAllGather, "nvls", "", 8 * 4099);
+  cfg.type = SimType::kInt8;
+  SimResult r;
+  std::string err;
+  ASSERT_TRUE(simulate(cfg, &r, &err)) << err;
+  EXPECT_EQ(r.sizes.at(0).wrong, 0);
+  EXPECT_EQ(r.sizes.at(0).algo, AlgoKind::kNvls);
+  EXPECT_GT(cases, 100);
+}
+
+// ../shared/reference/calibration.md: 8x H100/H200 NVLS all_reduce ~475-480 GB/s busbw at large sizes
+// (where Ring gives ~370): the switch reduces at NCCL's NVLS rate (bwIntra x nvlsEfficiency per port,
+// 34 GB/s on Hopper) while each GPU's NVLinks carry its share in and out once. Within 5%; and the default
+// choice at 1 GiB on dgx-h100 is NVLS, as NCCL's, faster than Ring by the busbw ratio.
+TEST(Sim, NvlsCalibrationPoint) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100";
+  cfg.min_bytes = cfg.max_bytes = size_t{1} << 30;
+  const SimResult nvls = run_ok(cfg);
+  ASSERT_EQ(nvls.sizes.size(), 1u);
+  EXPECT_EQ(nvls.sizes[0].algo, AlgoKind::kNvls);
+  EXPECT_NEAR(nvls.sizes[0].busbw, 477.5, 477.5 * 0.05);
+  cfg.algo = "ring";
+  const SimResult ring = run_ok(cfg);
+  EXPECT_GT(nvls.sizes[0].busbw, ring.sizes[0].busbw * 1.2);
+  // Every GPU's NVLinks to the switch carried (n + 1) / n of the buffer each way (its copies read by every
+  // head, the multicasts of every head; the head's own result and multicast once): 9/8 x 1 GiB per GPU
+  // and direction, spread over its 18 NVLinks to the 4 NVSwitch chips.
+  double up = 0;
+  for (const SimLinkLoad& l : nvls.links)
+    if (l.name.rfind("m0.gpu0->", 0) == 0 && l.name.find("nvs") != std::string::npos) up += l.bytes;
+  EXPECT_NEAR(up, 9.0 / 8.0 * (size_t{1} << 30) * (cfg.warmup + cfg.iters), 1e-6 * up) << "bytes on gpu0's up links";
 }
 
 // nccl-tests -g G: one thread issues every iteration on G GPUs, so an iteration lasts at least G x the host's

@@ -111,7 +111,9 @@ std::map<int, double> sim_bytes_by_trace_link(const nlohmann::json& j, const tra
 
 TEST(SimTrace, MatchesTheRunItRecords) {
   const std::string tr = temp_path("e2e", "sim.cctrace"), js = temp_path("e2e", "sim.json");
-  const auto r = run_command(kCli, "sim all_reduce --topo dgx-h100 -b 1M -e 4M -f 4 --level step --no-progress --trace " +
+  // Ring and Tree (^nvls): an NVLS step's traffic goes to the switch, which the trace's GPU-pair routes do
+  // not carry (docs/visualiser.md), so its LOAD would not match the simulator's link table.
+  const auto r = run_command(kCli, "sim all_reduce --topo dgx-h100 -b 1M -e 4M -f 4 --algo ^nvls --level step --no-progress --trace " +
                                        tr + " --json " + js,
                              "", "e2e");
   ASSERT_EQ(r.status, 0) << r.err;

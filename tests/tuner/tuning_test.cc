@@ -179,8 +179,9 @@ TEST(TunerH100, ChoicesAcrossSizes) {
 TEST(TunerH100, CalibrationCrossChecks) {
   H100x8 s;
   // calibration.md: 8x H200 (sm90, NVLink4 as H100) runs Ring/LL up to ~1 MiB. The model agrees for
-  // every size up to 1 MiB; above it NCCL switches to NVLS (which cclab does not model), where the model
-  // stays on Ring/LL until 3.6 MB and then LL128.
+  // every size up to 1 MiB; above it NCCL switches to NVLS (this hand-made system has no NVLS graph:
+  // nvls_tuning_test.cc covers it), where the model without NVLS stays on Ring/LL until 3.6 MB and then
+  // LL128.
   for (size_t b = 8; b <= MiB; b *= 2) EXPECT_EQ(choice_str(s.model.choose(AR, b)), "Ring/LL") << b;
   // calibration.md: ~370 GB/s busbw for Ring at >= 1 GiB on 8x H100. The model's Ring/Simple bus
   // bandwidth is algbw x 2(n-1)/n = 205.714 x 14/8 = 360 GB/s (12 ch x 30), within 3%.
@@ -277,7 +278,7 @@ TEST(TunerH100, AlgoAndProtoEnvChangeTheChoice) {
   s.set_algo("ring");
   EXPECT_EQ(choice_str(s.model.choose(AR, 64 * KiB)), "Ring/LL128");
   // Everything off for a collective: ring and tree disabled -> only CollNet/NVLS/PAT, which cclab
-  // does not model -> valid = false.
+  // does not model or (NVLS) this system has no graph for -> valid = false.
   s.in.enable = AlgoProtoEnable();
   s.set_algo("^ring,tree");
   for (CollKind coll : {AR, BC, RD, AG, RS}) EXPECT_FALSE(s.model.choose(coll, MiB).valid);
@@ -288,6 +289,7 @@ TEST(TunerH100, AlgoAndProtoEnvChangeTheChoice) {
   EXPECT_TRUE(s.model.choose(BC, MiB).valid);
 }
 
+// Without an NVLS graph (TunerInput::nvls null, as here) NVLS is unavailable too.
 TEST(TunerH100, UnmodelledAlgorithmsAreUnavailable) {
   H100x8 s;
   for (CollKind coll : {AR, BC, RD, AG, RS})

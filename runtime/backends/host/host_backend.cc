@@ -111,7 +111,8 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
 // are left waiting for it, so the communicator is aborted (their waits end) and keeps the error.
 ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why, uint64_t seq) {
   poison_connections(comm);
-  const std::string msg = std::string(op.fn) + " (algorithm " + comm->custom_algo->name + "): " + why;
+  const std::string name = comm->custom_algo != nullptr ? comm->custom_algo->name : std::string("NVLS");
+  const std::string msg = std::string(op.fn) + " (algorithm " + name + "): " + why;
   set_async_error(comm, ncclInvalidUsage, msg);
   doctor_op_end(comm, seq, false, msg);
   log_alert(__FILE__, __LINE__, "%s", msg.c_str());
@@ -125,6 +126,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   ncclResult_t res = prepare_collective(comm, op, &w, &algo, &total);
   if (res != ncclSuccess) return res;
   const bool tree = algo == AlgoKind::kTree;
+  const bool nvls = algo == AlgoKind::kNvls;
   const bool custom = algo == AlgoKind::kCustom;
   // A custom algorithm's connections by peer rank (nullptr: not a peer), per channel.
   std::vector<std::vector<ConnInfo*>> custom_send, custom_recv;
@@ -138,7 +140,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
         custom_recv[c][p] = &pc.recv[w.proto].info;
       }
   }
-  std::vector<std::string> custom_failure(custom ? w.nchannels : 0);
+  std::vector<std::string> custom_failure(custom || nvls ? w.nchannels : 0);
   // PAT: the connections along every dimension and the reduce_scatter's scratch, per channel.
   const bool pat = algo == AlgoKind::kPat;
   std::vector<PatConns> pat_conns(pat ? w.nchannels : 0);
@@ -159,6 +161,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   HostPatFn pat_fn = host_pat_kernel(op.type);
   HostCollFn fn = host_coll_kernel(op.type);
   HostTreeFn tree_fn = host_tree_kernel(op.type);
+  HostNvlsFn nvls_fn = host_nvls_kernel(op.type);
   HostComm& hc = host_of(comm);
   HostExecConfig cfg = exec_config(comm);
   RecordCtx rctx{recorder(), w.proto};
@@ -179,6 +182,11 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     }
     if (pat) {
       pat_fn(ex, w, pat_conns[c], c, pat_scratch[c].data());
+      return;
+    }
+    if (nvls) {
+      if (!nvls_fn(ex, w, ch.nvls, c) && ex.failure() == WaitFailure::kNone)
+        custom_failure[c] = "the NVLS schedule refused the operation";
       return;
     }
     if (tree) {
@@ -206,7 +214,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     HostExec ex(cfg);
     run_channel(ex, 0);
     if (ex.failure() != WaitFailure::kNone) return fail_from_exec(comm, ex, op.fn, w.op_count);
-    if (custom && !custom_failure[0].empty()) return fail_custom(comm, op, custom_failure[0], w.op_count);
+    if ((custom || nvls) && !custom_failure[0].empty()) return fail_custom(comm, op, custom_failure[0], w.op_count);
   } else {
     std::vector<HostExec> execs(w.nchannels, HostExec(cfg));
     std::vector<std::function<void()>> tasks;

@@ -16,6 +16,7 @@
 
 #include "cclab/cclab.h"
 #include "kernels/describe.h"
+#include "kernels/nvls.h"
 #include "kernels/primitives.h"
 #include "kernels/reduce_copy.h"
 #include "base/sync.h"
@@ -131,6 +132,24 @@ class HostExec {
     cclab::reduce_copy(op, d0, d1, a, b, n, pre, post);
   }
   void wire(const ConnInfo&, size_t) {}
+  // NVLS's multimem operations (kernels/nvls.h), emulated over every rank's copy of the NVLS memory,
+  // which this process maps: real bytes, reduced in rank order.
+  template <typename T>
+  void mc_ld_reduce(const RedOp<T>& op, T* dst, const NvlsConn& c, size_t off, size_t n, bool post) {
+    nvls_emulate_ld_reduce(*this, op, dst, c, off, n, post);
+  }
+  template <typename T>
+  void mc_st(const RedOp<T>& op, const NvlsConn& c, size_t off, const T* src, size_t n) {
+    nvls_emulate_st(*this, op, c, off, src, n);
+  }
+  template <typename T>
+  void mc_ld_reduce_st(const RedOp<T>& op, const NvlsConn& c, size_t src_off, size_t dst_off, size_t n, bool post) {
+    nvls_emulate_ld_reduce_st(*this, op, c, src_off, dst_off, n, post);
+  }
+  bool mc_wait_ge(const NvlsConn& c, size_t counter_off, uint64_t target, const WaitSite& site) {
+    return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
+  }
+  void mc_post(const NvlsConn& c, size_t counter_off, uint64_t value) { nvls_emulate_post(*this, c, counter_off, value); }
   bool size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
     failure_ = WaitFailure::kSizeMismatch;
     failed_site_ = site;

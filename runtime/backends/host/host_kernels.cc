@@ -8,9 +8,10 @@ namespace cclab {
   bool host_coll_##NAME(HostExec& exec, const CollWork& w, const RingView& ring, int channel,         \
                         ConnInfo* recv, ConnInfo* send);                                              \
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
-                        const TreeConns& conns, int channel);                                 \
+                        const TreeConns& conns, int channel);                                         \
   bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
-                       void* scratch);
+                       void* scratch);                                                                \
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
 CCLAB_DECLARE_KERNEL(int8)
 CCLAB_DECLARE_KERNEL(uint8)
 CCLAB_DECLARE_KERNEL(int32)
@@ -49,6 +50,15 @@ HostPatFn host_pat_kernel(ncclDataType_t type) {
       host_pat_int8,    host_pat_uint8,   host_pat_int32,   host_pat_uint32,
       host_pat_int64,   host_pat_uint64,  host_pat_float16, host_pat_float32,
       host_pat_float64, host_pat_bfloat16, host_pat_fp8e4m3, host_pat_fp8e5m2,
+  };
+  return table[type];
+}
+
+HostNvlsFn host_nvls_kernel(ncclDataType_t type) {
+  static const HostNvlsFn table[ncclNumTypes] = {
+      host_nvls_int8,    host_nvls_uint8,   host_nvls_int32,   host_nvls_uint32,
+      host_nvls_int64,   host_nvls_uint64,  host_nvls_float16, host_nvls_float32,
+      host_nvls_float64, host_nvls_bfloat16, host_nvls_fp8e4m3, host_nvls_fp8e5m2,
   };
   return table[type];
 }

@@ -6,6 +6,7 @@
 
 #include "cclab/nccl.h"
 #include "backends/host/host_exec.h"
+#include "kernels/nvls.h"
 #include "kernels/p2p.h"
 #include "kernels/pat.h"
 #include "kernels/tree.h"
@@ -22,11 +23,14 @@ using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& 
 
 // PAT all_gather / reduce_scatter: `scratch` holds pat_scratch_bytes(w) bytes.
 using HostPatFn = bool (*)(HostExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
+using HostNvlsFn = bool (*)(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
 
 // The ring kernel for `type` (a valid ncclDataType_t).
 HostCollFn host_coll_kernel(ncclDataType_t type);
 // The tree all_reduce kernel for `type`.
 HostTreeFn host_tree_kernel(ncclDataType_t type);
+// The NVLS kernel (AllReduce, AllGather, ReduceScatter) for `type`.
+HostNvlsFn host_nvls_kernel(ncclDataType_t type);
 
 // The PAT kernel for `type`.
 HostPatFn host_pat_kernel(ncclDataType_t type);

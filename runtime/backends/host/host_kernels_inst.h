@@ -3,6 +3,7 @@
 
 #include "backends/host/host_kernels.h"
 #include "kernels/collectives.h"
+#include "kernels/nvls.h"
 
 #define CCLAB_HOST_KERNEL(T, NAME)                                                                    \
   namespace cclab {                                                                                   \
@@ -17,5 +18,8 @@
   bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
                        void* scratch) {                                                               \
     return run_pat_channel<T, HostExec>(exec, w, conns, channel, static_cast<T*>(scratch));           \
+  }                                                                                                   \
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel) {             \
+    return run_nvls_channel<T, HostExec>(exec, w, conn, channel);                                     \
   }                                                                                                   \
   }

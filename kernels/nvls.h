@@ -1,0 +1,389 @@
+// kernels/nvls.h - NVLS (NVLink SHARP): AllReduce, ReduceScatter and AllGather through an NVSwitch that
+// reduces and multicasts (NCCL 2.28.9's RunWorkColl<..., NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>, one machine),
+// written once for every executor, like ring.h and tree.h.
+//
+// The memory. On each channel every rank owns an NVLS region: for each head h (every rank of the machine
+// is the head of one part of each chunk) two FIFOs of NCCL_STEPS slots - the reduce FIFO, into which
+// every rank scatters its input's part h, and the broadcast FIFO, into which head h multicasts the result.
+// NCCL maps the same offset of every rank's region into one multicast object (nvls.cc: ucBuff/mcBuff,
+// credits in ucCredit/mcCredit): a multimem load of a multicast address returns the reduction of the
+// value at that offset over every rank (multimem.ld_reduce), a multimem store writes every rank's copy
+// (multimem.st). NvlsConn is one rank's view: its rank, every rank's region (the "unicast" copies) and,
+// on a GPU, the multicast address.
+//
+// The event stream: the scatter and gather copies are local copies (kLocalCopy, no peer: no GPU-to-GPU
+// transfer); a head's step is recvReduceCopySend (AllReduce: load-reduce and multicast), recvReduceCopy
+// (ReduceScatter) or copySend (AllGather's multicast), with this rank as its peer - the switch is the
+// other end.
+//
+// One loop of the schedule moves nheads x chunk elements of the channel's share: part h (chunk elements)
+// belongs to head h. With s the channel's running NVLS step:
+//
+//   scatter   every rank: for each head h, wait until head h has freed slot s of its reduce FIFO (the
+//             head counter of this rank's copy, which h writes with a multicast store), copy input part h
+//             into this rank's copy, post this rank's copy's tail;
+//   reduce    head me: wait until every rank's copy of its reduce FIFO holds step s (NCCL reads the tail
+//             through the multicast address with a min reduction: NCCL_NVLS_MIN_POLL) and every rank
+//             has drained slot s of its broadcast FIFO; load-reduce the slot over the group, multicast
+//             the result into slot s of the broadcast FIFO (AllReduce; ReduceScatter writes it to the
+//             head's own output instead); multicast-post both counters;
+//   gather    every rank: for each head h, wait for step s in its copy of h's broadcast FIFO, copy the
+//             part into the output, post its copy's head.
+//
+//   AllGather has no reduction: each rank multicasts its own input chunk into its broadcast FIFO (it is
+//   the head of its own data) and gathers every rank's chunk.
+//
+// NCCL runs the three roles on separate warps of one block, concurrently. run_nvls_channel takes the
+// roles to run: all three (the host and block executors, one after the other per loop, which works
+// because no role waits on a later role of the same loop), or one role per caller (the simulator runs
+// each role as an actor of its own, so their data loops and the switch overlap as NCCL's warps do).
+// Every loop advances every FIFO it uses (AllReduce: all; ReduceScatter: the reduce FIFOs; AllGather: the
+// broadcast FIFOs) by exactly one step, empty parts included, so all ranks stay in step and every role of
+// a rank counts the same steps.
+//
+// The executor supplies the multimem operations (Exec):
+//   void mc_ld_reduce<T>(RedOp<T>, T* dst, const NvlsConn&, size_t off, size_t n, bool post)
+//        dst[i] = post(reduce over ranks r of copy_r[off][i])          (multimem.ld_reduce)
+//   void mc_st<T>(RedOp<T>, const NvlsConn&, size_t off, const T* src, size_t n)
+//        copy_r[off][i] = src[i] for every rank r                     (multimem.st; the op only types
+//                                                                      the emulation's copy loop)
+//   void mc_ld_reduce_st<T>(RedOp<T>, const NvlsConn&, size_t src_off, size_t dst_off, size_t n, bool post)
+//        both at once: the reduction goes straight to every copy at dst_off
+//   bool mc_wait_ge(const NvlsConn&, size_t counter_off, uint64_t target, const WaitSite&)
+//        every rank's copy of the counter at counter_off >= target     (multimem.ld_reduce.min)
+//   void mc_post(const NvlsConn&, size_t counter_off, uint64_t value)   (multimem.st of the counter)
+// nvls_emulate_* below implement them over the unicast copies with the executor's own wait_ge, post and
+// reduce_copy (the host executor, the simulator in payload mode, a GPU without multimem); on sm90+ the
+// block executor uses the multimem PTX (kernels/cuda/multimem.h).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/fifo.h"
+#include "kernels/platform.h"
+#include "kernels/primitives.h"
+#include "kernels/reduce_ops.h"
+#include "kernels/work.h"
+
+namespace cclab {
+
+// NCCL_MAX_NVLS_ARITY: ranks of one multicast group.
+constexpr int kMaxNvlsRanks = 32;
+
+// The roles of the schedule (NCCL's scatter, reduce and gather warps), as a mask.
+constexpr int kNvlsScatter = 1, kNvlsReduce = 2, kNvlsGather = 4, kNvlsAllRoles = 7;
+
+// One rank's view of one channel's NVLS memory.
+struct NvlsConn {
+  int nranks = 0;                     // ranks of the group = heads
+  int rank = 0;                       // this rank (= the head it is)
+  int step_bytes = 0;                 // bytes per FIFO slot (NCCL_NVLS_CHUNKSIZE)
+  char* uc[kMaxNvlsRanks] = {};       // every rank's region, as this rank reaches it
+  char* mc = nullptr;                 // the multicast address of the regions (GPU with multimem), or null
+  // The channel's running steps (the same on every rank): of the reduce FIFOs (AllReduce and
+  // ReduceScatter advance them) and of the broadcast FIFOs (AllReduce and AllGather).
+  uint64_t step_up = 0;
+  uint64_t step_down = 0;
+};
+
+// Bytes of one FIFO (header, then NCCL_STEPS slots), of one rank's region, and where FIFOs lie in it.
+CCLAB_HD inline size_t nvls_fifo_bytes(int step_bytes) {
+  return kFifoDataOffset + static_cast<size_t>(kNcclSteps) * static_cast<size_t>(step_bytes);
+}
+CCLAB_HD inline size_t nvls_region_bytes(int nranks, int step_bytes) {
+  return 2 * static_cast<size_t>(nranks) * nvls_fifo_bytes(step_bytes);
+}
+// The FIFO of head h: the reduce FIFO (bcast false) or the broadcast FIFO.
+CCLAB_HD inline size_t nvls_fifo_off(int head, bool bcast, int step_bytes) {
+  return (2 * static_cast<size_t>(head) + (bcast ? 1 : 0)) * nvls_fifo_bytes(step_bytes);
+}
+CCLAB_HD inline size_t nvls_head_off(size_t fifo) { return fifo + offsetof(ConnFifoHeader, head); }
+CCLAB_HD inline size_t nvls_tail_off(size_t fifo) { return fifo + offsetof(ConnFifoHeader, tail); }
+CCLAB_HD inline size_t nvls_slot_off(size_t fifo, uint64_t step, int step_bytes) {
+  return fifo + kFifoDataOffset + (step % kNcclSteps) * static_cast<size_t>(step_bytes);
+}
+CCLAB_HD inline ConnFifoHeader* nvls_hdr(const NvlsConn& c, int r, size_t fifo) {
+  return reinterpret_cast<ConnFifoHeader*>(c.uc[r] + fifo);
+}
+
+// Chunk (bytes per head and loop) of an NVLS collective of `bytes` (NCCL's nBytes) on nchannels channels
+// of nheads heads (calcCollChunking: at most NCCL_NVLS_CHUNKSIZE, halved to 64 KiB, 32 KiB, 16 KiB while
+// there are fewer than 64, 8, 2 chunks per concurrent head), a multiple of 512 bytes.
+CCLAB_HD inline size_t nvls_chunk_bytes(size_t bytes, int nchannels, int nheads, int step_bytes) {
+  size_t chunk = static_cast<size_t>(step_bytes);
+  const size_t ops = static_cast<size_t>(nchannels > 0 ? nchannels : 1) * static_cast<size_t>(nheads > 0 ? nheads : 1);
+  if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
+  if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  chunk = chunk / 512 * 512;
+  return chunk > 0 ? chunk : 512;
+}
+
+// ---- the multimem operations over the unicast copies -------------------------------------------------
+
+// dst = post(copy_0 op copy_1 op ... op copy_{n-1}), in rank order (the same order on every executor).
+template <typename T, typename Exec>
+CCLAB_HD void nvls_emulate_ld_reduce(Exec& ex, const RedOp<T>& op, T* dst, const NvlsConn& c, size_t off, size_t n,
+                                     bool post) {
+  const T* c0 = reinterpret_cast<const T*>(c.uc[0] + off);
+  if (c.nranks == 1) {
+    ex.reduce_copy(op, dst, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), c0, n, false, post);
+    return;
+  }
+  for (int r = 1; r < c.nranks; ++r) {
+    const T* cr = reinterpret_cast<const T*>(c.uc[r] + off);
+    ex.reduce_copy(op, dst, static_cast<T*>(nullptr), r == 1 ? c0 : dst, cr, n, false, post && r == c.nranks - 1);
+  }
+}
+template <typename T, typename Exec>
+CCLAB_HD void nvls_emulate_st(Exec& ex, const RedOp<T>& op, const NvlsConn& c, size_t off, const T* src, size_t n) {
+  for (int r = 0; r < c.nranks; ++r) {
+    T* d = reinterpret_cast<T*>(c.uc[r] + off);
+    if (d != src)
+      ex.reduce_copy(op, d, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), src, n, false, false);
+  }
+}
+// The reduction lands in this rank's copy first, then goes to the others from there.
+template <typename T, typename Exec>
+CCLAB_HD void nvls_emulate_ld_reduce_st(Exec& ex, const RedOp<T>& op, const NvlsConn& c, size_t src_off,
+                                        size_t dst_off, size_t n, bool post) {
+  T* mine = reinterpret_cast<T*>(c.uc[c.rank] + dst_off);
+  nvls_emulate_ld_reduce(ex, op, mine, c, src_off, n, post);
+  nvls_emulate_st(ex, op, c, dst_off, static_cast<const T*>(mine), n);
+}
+template <typename Exec>
+CCLAB_HD bool nvls_emulate_wait_ge(Exec& ex, const NvlsConn& c, size_t counter_off, uint64_t target,
+                                   const WaitSite& site) {
+  for (int r = 0; r < c.nranks; ++r) {
+    WaitSite w = site;
+    w.peer = r;
+    if (!ex.wait_ge(reinterpret_cast<const ConnCounter*>(c.uc[r] + counter_off), target, w)) return false;
+  }
+  return true;
+}
+template <typename Exec>
+CCLAB_HD void nvls_emulate_post(Exec& ex, const NvlsConn& c, size_t counter_off, uint64_t value) {
+  for (int r = 0; r < c.nranks; ++r) ex.post(reinterpret_cast<ConnCounter*>(c.uc[r] + counter_off), value);
+}
+
+// ---- the schedule ------------------------------------------------------------------------------------
+
+template <typename T, typename Exec>
+class NvlsSchedule {
+ public:
+  CCLAB_HD NvlsSchedule(Exec& ex, const RedOp<T>& op, const CollWork& w, NvlsConn& c, int channel, int roles)
+      : ex_(ex), op_(op), w_(w), c_(c), channel_(channel), sb_(c.step_bytes), roles_(roles) {}
+
+  CCLAB_HD bool run() {
+    const size_t grain = 512 / sizeof(T) > 0 ? 512 / sizeof(T) : 1;
+    const Range r = channel_range(w_.count, channel_, w_.nchannels, grain);
+    size_t chunk = w_.chunk_bytes / sizeof(T);
+    const size_t slot = static_cast<size_t>(sb_) / sizeof(T);
+    if (chunk > slot) chunk = slot;
+    chunk = chunk / grain * grain;
+    if (chunk == 0) chunk = grain;
+    const int n = c_.nranks;
+    if (w_.coll == CollKind::kAllReduce) {
+      const size_t loop = chunk * static_cast<size_t>(n);
+      for (size_t o = 0; o < r.size(); o += loop) {
+        const size_t rem = min_sz(loop, r.size() - o);
+        // The last loop splits what is left evenly over the heads (NCCL's lastChunkSize).
+        const size_t part = rem == loop ? chunk : round_up(div_up(rem, static_cast<size_t>(n)), grain);
+        if (!all_reduce_loop(r.lo + o, rem, part)) return false;
+      }
+      return true;
+    }
+    for (size_t o = 0; o < r.size(); o += chunk) {
+      const size_t cnt = min_sz(chunk, r.size() - o);
+      const bool ok = w_.coll == CollKind::kAllGather ? all_gather_loop(r.lo + o, cnt)
+                                                      : reduce_scatter_loop(r.lo + o, cnt);
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+ private:
+  // Elements of part h in a loop of `rem` elements cut into parts of `part`.
+  CCLAB_HD static size_t part_count(size_t rem, size_t part, int h) {
+    const size_t lo = part * static_cast<size_t>(h);
+    return rem > lo ? min_sz(part, rem - lo) : 0;
+  }
+  CCLAB_HD size_t fifo(int h, bool bcast) const { return nvls_fifo_off(h, bcast, sb_); }
+  CCLAB_HD ConnFifoHeader* mine(size_t f) const { return nvls_hdr(c_, c_.rank, f); }
+  CCLAB_HD T* slot_of(int r, size_t f, uint64_t s) const {
+    return reinterpret_cast<T*>(c_.uc[r] + nvls_slot_off(f, s, sb_));
+  }
+  CCLAB_HD WaitSite site(int peer, uint64_t step, bool data, PrimKind prim) const {
+    return WaitSite{w_.rank, channel_, peer, step, data, prim};
+  }
+  CCLAB_HD void observe(int send_peer, int recv_peer, uint64_t s, PrimKind prim, size_t n, double t0, size_t off,
+                        double td) {
+    StepRecord rec{w_.rank, channel_, send_peer, recv_peer, s, prim, w_.coll, w_.op_count, n * sizeof(T), t0,
+                   ex_.now_us(), static_cast<uint64_t>(off * sizeof(T)), td};
+    ex_.observe(rec);
+  }
+
+  // Copies src[0..n) into this rank's copy of head h's reduce FIFO at step s (scatter).
+  CCLAB_HD bool scatter(int h, const T* src, size_t n, uint64_t s, size_t off) {
+    const size_t f = fifo(h, false);
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
+    const uint64_t credit = s + 1 > static_cast<uint64_t>(kNcclSteps) ? s + 1 - kNcclSteps : 0;
+    if (!ex_.wait_ge(&mine(f)->head, credit, site(h, s + 1, false, PrimKind::kSend))) return false;
+    const double td = obs ? ex_.now_us() : 0.0;
+    if (n > 0) ex_.reduce_copy(op_, slot_of(c_.rank, f, s), static_cast<T*>(nullptr), static_cast<const T*>(nullptr),
+                               src, n, false, false);
+    if (ex_.lane() == 0) {
+      mine(f)->sizes[s % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+      mine(f)->ends[s % kNcclSteps] = s + 1;
+    }
+    ex_.post(&mine(f)->tail, s + 1);
+    if (obs) observe(-1, -1, s, PrimKind::kLocalCopy, n, t0, off, td);
+    return true;
+  }
+  // Copies this rank's copy of head h's broadcast FIFO at step s into dst[0..n) (gather).
+  CCLAB_HD bool gather(int h, T* dst, size_t n, uint64_t s, size_t off) {
+    const size_t f = fifo(h, true);
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
+    if (!ex_.wait_ge(&mine(f)->tail, s + 1, site(h, s + 1, true, PrimKind::kRecv))) return false;
+    const int32_t got = mine(f)->sizes[s % kNcclSteps];
+    if (got != static_cast<int32_t>(n * sizeof(T)) &&
+        ex_.size_mismatch(site(h, s + 1, true, PrimKind::kRecv), n * sizeof(T), got))
+      return false;
+    const double td = obs ? ex_.now_us() : 0.0;
+    const T* src = slot_of(c_.rank, f, s);
+    if (n > 0 && dst != src)
+      ex_.reduce_copy(op_, dst, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), src, n, false, false);
+    ex_.post(&mine(f)->head, s + 1);
+    if (obs) observe(-1, -1, s, PrimKind::kLocalCopy, n, t0, off, td);
+    return true;
+  }
+  // Head me: waits for every rank's part of step s in its reduce FIFO (checking each one's size).
+  CCLAB_HD bool wait_parts(size_t f, size_t n, uint64_t s, PrimKind prim) {
+    if (!ex_.mc_wait_ge(c_, nvls_tail_off(f), s + 1, site(-1, s + 1, true, prim))) return false;
+    for (int r = 0; r < c_.nranks; ++r) {
+      const int32_t got = nvls_hdr(c_, r, f)->sizes[s % kNcclSteps];
+      if (got != static_cast<int32_t>(n * sizeof(T)) && ex_.size_mismatch(site(r, s + 1, true, prim), n * sizeof(T), got))
+        return false;
+    }
+    return true;
+  }
+  // Head me: the broadcast FIFO's slot s is free on every rank.
+  CCLAB_HD bool wait_bcast_credit(size_t f, uint64_t s, PrimKind prim) {
+    const uint64_t credit = s + 1 > static_cast<uint64_t>(kNcclSteps) ? s + 1 - kNcclSteps : 0;
+    return ex_.mc_wait_ge(c_, nvls_head_off(f), credit, site(-1, s + 1, false, prim));
+  }
+  // Head me, after a multicast store of n elements into its broadcast FIFO at step s: the slice record
+  // (every copy) and the tail.
+  CCLAB_HD void publish(size_t f, size_t n, uint64_t s) {
+    if (ex_.lane() == 0)
+      for (int r = 0; r < c_.nranks; ++r) {
+        nvls_hdr(c_, r, f)->sizes[s % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
+        nvls_hdr(c_, r, f)->ends[s % kNcclSteps] = s + 1;
+      }
+    ex_.mc_post(c_, nvls_tail_off(f), s + 1);
+  }
+
+  CCLAB_HD bool all_reduce_loop(size_t base, size_t rem, size_t part) {
+    const T* in = static_cast<const T*>(w_.send);
+    T* out = static_cast<T*>(w_.recv);
+    const int n = c_.nranks, me = c_.rank;
+    const uint64_t su = c_.step_up, sd = c_.step_down;
+    for (int h = 0; h < n && (roles_ & kNvlsScatter); ++h) {
+      const size_t lo = base + part * static_cast<size_t>(h);
+      if (!scatter(h, in + lo, part_count(rem, part, h), su, lo)) return false;
+    }
+    if (roles_ & kNvlsReduce) {
+      const size_t up = fifo(me, false), down = fifo(me, true);
+      const size_t cnt = part_count(rem, part, me), lo = base + part * static_cast<size_t>(me);
+      const bool obs = ex_.observing();
+      const double t0 = obs ? ex_.now_us() : 0.0;
+      if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceCopySend)) return false;
+      if (!wait_bcast_credit(down, sd, PrimKind::kRecvReduceCopySend)) return false;
+      const double td = obs ? ex_.now_us() : 0.0;
+      if (cnt > 0) ex_.mc_ld_reduce_st(op_, c_, nvls_slot_off(up, su, sb_), nvls_slot_off(down, sd, sb_), cnt, true);
+      publish(down, cnt, sd);
+      ex_.mc_post(c_, nvls_head_off(up), su + 1);
+      if (obs) observe(me, me, su, PrimKind::kRecvReduceCopySend, cnt, t0, lo, td);
+    }
+    for (int h = 0; h < n && (roles_ & kNvlsGather); ++h) {
+      const size_t lo = base + part * static_cast<size_t>(h);
+      if (!gather(h, out + lo, part_count(rem, part, h), sd, lo)) return false;
+    }
+    c_.step_up = su + 1;
+    c_.step_down = sd + 1;
+    return true;
+  }
+
+  CCLAB_HD bool reduce_scatter_loop(size_t lo, size_t cnt) {
+    const T* in = static_cast<const T*>(w_.send);
+    T* out = static_cast<T*>(w_.recv);
+    const int n = c_.nranks, me = c_.rank;
+    const uint64_t s = c_.step_up;
+    for (int h = 0; h < n && (roles_ & kNvlsScatter); ++h)
+      if (!scatter(h, in + static_cast<size_t>(h) * w_.count + lo, cnt, s, static_cast<size_t>(h) * w_.count + lo))
+        return false;
+    if (!(roles_ & kNvlsReduce)) {
+      c_.step_up = s + 1;
+      return true;
+    }
+    const size_t up = fifo(me, false);
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
+    if (!wait_parts(up, cnt, s, PrimKind::kRecvReduceCopy)) return false;
+    const double td = obs ? ex_.now_us() : 0.0;
+    if (cnt > 0) ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, s, sb_), cnt, true);
+    ex_.mc_post(c_, nvls_head_off(up), s + 1);
+    if (obs) observe(-1, me, s, PrimKind::kRecvReduceCopy, cnt, t0, lo, td);
+    c_.step_up = s + 1;
+    return true;
+  }
+
+  CCLAB_HD bool all_gather_loop(size_t lo, size_t cnt) {
+    const T* in = static_cast<const T*>(w_.send);
+    T* out = static_cast<T*>(w_.recv);
+    const int n = c_.nranks, me = c_.rank;
+    const uint64_t s = c_.step_down;
+    if (roles_ & kNvlsScatter) {  // the multicast of its own input (the scatter role's, as NCCL's)
+      const size_t down = fifo(me, true);
+      const bool obs = ex_.observing();
+      const double t0 = obs ? ex_.now_us() : 0.0;
+      if (!wait_bcast_credit(down, s, PrimKind::kCopySend)) return false;
+      const double td = obs ? ex_.now_us() : 0.0;
+      if (cnt > 0) ex_.mc_st(op_, c_, nvls_slot_off(down, s, sb_), in + lo, cnt);
+      publish(down, cnt, s);
+      if (obs) observe(me, -1, s, PrimKind::kCopySend, cnt, t0, lo, td);
+    }
+    for (int h = 0; h < n && (roles_ & kNvlsGather); ++h) {
+      const size_t o = static_cast<size_t>(h) * w_.count + lo;
+      if (!gather(h, out + o, cnt, s, o)) return false;
+    }
+    c_.step_down = s + 1;
+    return true;
+  }
+
+  Exec& ex_;
+  const RedOp<T>& op_;
+  const CollWork& w_;
+  NvlsConn& c_;
+  int channel_;
+  int sb_;
+  int roles_;
+};
+
+// Runs channel `channel` of NVLS collective w (AllReduce, ReduceScatter, AllGather; Simple protocol) on
+// this rank over `conn`: the roles in `roles` (kNvlsAllRoles: the whole schedule). Returns false if the
+// executor stopped (aborted, a size mismatch).
+template <typename T, typename Exec>
+CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int channel, int roles = kNvlsAllRoles) {
+  const RedOp<T> op(w.redop);
+  if (w.coll != CollKind::kAllReduce && w.coll != CollKind::kAllGather && w.coll != CollKind::kReduceScatter)
+    return false;
+  if (conn.nranks != w.nranks || conn.rank != w.rank || conn.step_bytes <= 0) return false;
+  NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles);
+  return s.run();
+}
+
+}  // namespace cclab
