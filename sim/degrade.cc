@@ -93,7 +93,16 @@ bool Degradation::needs_step() const {
   if (jitter_pct > 0) return true;
   for (const LinkChange& c : links)
     if (c.fail || c.at_us > 0) return true;
+  for (const auto& s : straggler_from_us)
+    if (s.second > 0) return true;
   return false;
+}
+
+double Degradation::straggle_at(int rank, double now_us) const {
+  auto it = stragglers.find(rank);
+  if (it == stragglers.end()) return 1.0;
+  auto from = straggler_from_us.find(rank);
+  return from != straggler_from_us.end() && now_us < from->second ? 1.0 : it->second;
 }
 
 std::string Degradation::describe() const {
@@ -102,8 +111,14 @@ std::string Degradation::describe() const {
   for (const LinkChange& c : links)
     add(c.fail ? c.target + " fails at " + fmt("%g", c.at_us) + " us"
                : c.target + " x" + fmt("%g", c.factor) + " from " + fmt("%g", c.at_us) + " us");
-  for (const auto& s : stragglers) add("rank " + std::to_string(s.first) + " " + fmt("%g", s.second) + "x slower");
-  if (jitter_pct > 0) add("jitter " + fmt("%g", jitter_pct) + "% (seed " + std::to_string(jitter_seed) + ")");
+  for (const auto& s : stragglers) {
+    auto from = straggler_from_us.find(s.first);
+    add("rank " + std::to_string(s.first) + " " + fmt("%g", s.second) + "x slower" +
+        (from != straggler_from_us.end() && from->second > 0 ? " from " + fmt("%g", from->second) + " us" : ""));
+  }
+  if (jitter_pct > 0)
+    add("jitter " + fmt("%g", jitter_pct) + "% (seed " + std::to_string(jitter_seed) + ")" +
+        (jitter_from_us > 0 ? " from " + fmt("%g", jitter_from_us) + " us" : ""));
   return out;
 }
 
@@ -145,18 +160,26 @@ bool parse_straggler(const std::string& value, Degradation* d, std::string* erro
     const std::string item = value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? value.size() + 1 : comma + 1;
     const size_t eq = item.find('=');
-    double rank = -1, factor = 0;
+    double rank = -1, factor = 0, from = 0;
+    const size_t at = item.find('@');
+    if (at != std::string::npos && (!time_us(item.substr(at + 1), &from) || from < 0)) {
+      *error = "--straggler '" + value + "': bad time '" + item.substr(at + 1) +
+               "' (expected a simulated time >= 0 such as 100us, 2ms, 0.5s)";
+      return false;
+    }
+    const std::string fstr = eq == std::string::npos ? "" : item.substr(eq + 1, at == std::string::npos ? std::string::npos : at - eq - 1);
     if (eq == std::string::npos || !number(item.substr(0, eq), &rank) || rank < 0 || rank != std::floor(rank) ||
         rank > 1e6) {
       *error = "--straggler '" + value + "': expected RANK=FACTOR[,RANK=FACTOR...] with RANK a rank (e.g. 3=2)";
       return false;
     }
-    if (!number(item.substr(eq + 1), &factor) || !(factor > 0) || factor > 1e6) {
-      *error = "--straggler '" + value + "': bad factor '" + item.substr(eq + 1) +
+    if (!number(fstr, &factor) || !(factor > 0) || factor > 1e6) {
+      *error = "--straggler '" + value + "': bad factor '" + fstr +
                "' (expected how many times slower its data loops run, > 0, e.g. 2)";
       return false;
     }
     d->stragglers[static_cast<int>(rank)] = factor;
+    d->straggler_from_us[static_cast<int>(rank)] = from;
   } while (pos <= value.size());
   return true;
 }
@@ -166,21 +189,27 @@ bool parse_jitter(const std::string& value, Degradation* d, std::string* error) 
   double pct = 0;
   const std::string p = value.substr(0, comma);
   if (!number(p, &pct) || !(pct > 0) || pct > 1000) {
-    *error = "--jitter '" + value + "': bad percentage '" + p + "' (expected 0 < PCT <= 1000[,seed=N])";
+    *error = "--jitter '" + value + "': bad percentage '" + p + "' (expected 0 < PCT <= 1000[,seed=N][,from=TIME])";
     return false;
   }
   uint64_t seed = 1;
-  if (comma != std::string::npos) {
-    const std::string s = value.substr(comma + 1);
+  double from = 0;
+  for (size_t pos = comma; pos != std::string::npos;) {
+    const size_t next = value.find(',', pos + 1);
+    const std::string s = value.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    pos = next;
     char* end = nullptr;
+    if (s.compare(0, 5, "from=") == 0 && time_us(s.substr(5), &from) && from >= 0) continue;
     if (s.compare(0, 5, "seed=") != 0 || s.size() == 5 ||
         (seed = std::strtoull(s.c_str() + 5, &end, 10), *end != '\0') || s[5] == '-') {
-      *error = "--jitter '" + value + "': expected PCT[,seed=N] with N a non-negative integer, got '" + s + "'";
+      *error = "--jitter '" + value + "': expected PCT[,seed=N][,from=TIME] with N a non-negative integer and TIME a " +
+               "simulated time (100us, 2ms), got '" + s + "'";
       return false;
     }
   }
   d->jitter_pct = pct;
   d->jitter_seed = seed;
+  d->jitter_from_us = from;
   return true;
 }
 

@@ -36,11 +36,15 @@ struct LinkChange {
 struct Degradation {
   std::vector<LinkChange> links;      // in the order given
   std::map<int, double> stragglers;   // rank -> factor (> 0): its data loops take factor x as long
+  std::map<int, double> straggler_from_us;  // rank -> from when (us; absent: 0)
   double jitter_pct = 0;              // > 0: each transfer waits up to this % of its route's latency more
   uint64_t jitter_seed = 1;
+  double jitter_from_us = 0;          // from when
   bool any() const { return !links.empty() || !stragglers.empty() || jitter_pct > 0; }
   // Needs the step level: a change after time 0, a failure or jitter (the flow level replays a run at
   // rates fixed at its start; a straggler and a degradation from time 0 it models).
+  // A straggler's factor at simulated time `now_us` (1 before its time, or not a straggler).
+  double straggle_at(int rank, double now_us) const;
   bool needs_step() const;
   // "m0.nic3 x0.5 from 100 us; m0.gpu3-m0.nvs0 fails at 2000 us; rank 3 2x slower; jitter 20% (seed 7)"
   std::string describe() const;
@@ -52,9 +56,9 @@ struct Degradation {
 bool parse_degrade(const std::string& value, Degradation* d, std::string* error);
 // LINK[@TIME]
 bool parse_fail(const std::string& value, Degradation* d, std::string* error);
-// RANK=FACTOR, several comma-separated: "3=2,5=1.5"
+// RANK=FACTOR[@TIME], several comma-separated: "3=2,5=1.5@1ms"
 bool parse_straggler(const std::string& value, Degradation* d, std::string* error);
-// PCT[,seed=N]: 0 < PCT <= 1000
+// PCT[,seed=N][,from=TIME]: 0 < PCT <= 1000
 bool parse_jitter(const std::string& value, Degradation* d, std::string* error);
 
 // The directed TopoLinks `target` names in `topo` (LinkChange::target's forms; names as `cclab topo` and

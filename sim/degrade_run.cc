@@ -42,6 +42,19 @@ bool World::setup_degradation(std::string* error) {
       return false;
     };
     std::map<std::tuple<int, int, int>, std::vector<int>> edges;  // (0 ring / 1 tree, from, to) -> channels
+    if (cfg_.p2p != P2pPattern::kNone) {  // a point-to-point collective: its sends take the model's paths
+      for (int r = 0; r < nranks_; ++r)
+        p2p_pattern(cfg_.p2p, r, nranks_, cfg_.root, 0, [&](bool send, int peer, size_t) {
+          if (!send || peer == r) return;
+          for (int l : platform_->route(rank_gpu_[r], rank_gpu_[peer]))
+            if (hit.count(platform_->link(l)) != 0) {
+              g.carriers.push_back(SimDegraded::Carrier{"p2p", r, peer, {}});
+              break;
+            }
+        });
+      degraded_.push_back(std::move(g));
+      continue;
+    }
     for (int ch = 0; ch < nch_ && nranks_ > 1; ++ch) {
       const std::vector<int>& ring = plan_[ch].ring;
       for (int i = 0; i < nranks_; ++i) {
@@ -70,18 +83,25 @@ bool World::setup_degradation(std::string* error) {
       }
       straggle_[s.first] = s.second;
       SimDegraded g;
+      const auto at = d.straggler_from_us.find(s.first);
+      const double from = at == d.straggler_from_us.end() ? 0 : at->second;
       g.label = "rank " + std::to_string(s.first) + " (" + topo_.nodes[rank_gpu_[s.first]].name + ") data loops " +
-                fmt("%g", s.second) + "x slower";
+                fmt("%g", s.second) + "x slower" + (from > 0 ? " from " + fmt("%g", from) + " us" : "");
       degraded_.push_back(std::move(g));
     }
   }
   if (d.jitter_pct > 0) {
     SimDegraded g;
     g.label = "jitter: each transfer up to " + fmt("%g", d.jitter_pct) + "% of its route's latency later (seed " +
-              std::to_string(d.jitter_seed) + ")";
+              std::to_string(d.jitter_seed) + ")" + (d.jitter_from_us > 0 ? " from " + fmt("%g", d.jitter_from_us) + " us" : "");
     degraded_.push_back(std::move(g));
   }
   return true;
+}
+
+double World::straggle(int rank) const {
+  if (straggle_.empty() || straggle_[rank] == 1.0) return 1.0;
+  return cfg_.degrade.straggle_at(rank, sg4::Engine::get_clock() * 1e6);
 }
 
 void World::start_degradation() {

@@ -93,7 +93,7 @@ void SimExec::flush() {
     inflight_xfer_.clear();
     double ov = world_->calibration().step_overhead_us[proto_];
     const Degradation& dg = world_->cfg_.degrade;
-    if (sent_ && dg.jitter_pct > 0)  // --jitter: this transfer's noise, from the seed and its own counters
+    if (sent_ && dg.jitter_pct > 0 && sg4::Engine::get_clock() * 1e6 >= dg.jitter_from_us)  // --jitter: this transfer's noise, from the seed and its own counters
       ov += step_latency_us_ * dg.jitter_pct / 100 *
             jitter_unit(dg.jitter_seed, world_->op_count_, (static_cast<uint64_t>(rank_) << 20) ^ static_cast<uint32_t>(channel_),
                         jitter_n_++);

@@ -180,7 +180,8 @@ class World {
   // simulated times. After setup, before the engine runs.
   void start_degradation();
   // A straggler's factor on its data loops (1: healthy).
-  double straggle(int rank) const { return straggle_.empty() ? 1.0 : straggle_[rank]; }
+  // From its time on (--straggler RANK=F@TIME; the flow level records at time 0: its stragglers start there).
+  double straggle(int rank) const;
   // A transfer of `exec`'s failed (a link on its route is down): the collective is aborted; every
   // suspended wait is resumed to fail, and is named in the error.
   void abort_run(const std::string& why);

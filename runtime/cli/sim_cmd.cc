@@ -605,8 +605,12 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
   nlohmann::ordered_json ds = nlohmann::ordered_json::object();
   for (const auto& st : cfg.degrade.stragglers) ds[std::to_string(st.first)] = st.second;
   dj["stragglers"] = ds;
+  nlohmann::ordered_json df = nlohmann::ordered_json::object();
+  for (const auto& st : cfg.degrade.straggler_from_us) df[std::to_string(st.first)] = st.second;
+  dj["straggler_from_us"] = df;
   dj["jitter_pct"] = cfg.degrade.jitter_pct;
   dj["jitter_seed"] = cfg.degrade.jitter_seed;
+  dj["jitter_from_us"] = cfg.degrade.jitter_from_us;
   nlohmann::ordered_json carried = nlohmann::ordered_json::array();
   for (const sim::SimDegraded& d : r.degraded) {
     nlohmann::ordered_json e;
@@ -832,8 +836,8 @@ std::string sim_usage() {
          "                           LINK: A->B, A-B (both ways) or a node (a NIC: all its links), as\n"
          "                           `cclab topo` names them; repeatable\n"
          "  --fail LINK[@T]          LINK down from T: the collective fails naming the stuck waits (exit 3)\n"
-         "  --straggler RANK=F,...   that rank's data loops run F times slower\n"
-         "  --jitter PCT[,seed=N]    each transfer up to PCT% of its route latency later, per seed\n"
+         "  --straggler RANK=F[@T],...  that rank's data loops run F times slower (from T)\n"
+         "  --jitter PCT[,seed=N][,from=T]  each transfer up to PCT% of its route latency later, per seed\n"
          "Output:\n"
          "  --csv FILE, --json FILE  every row with every field (\"-\" = stdout)\n"
          "  --events FILE            every simulated step, one per line\n"
@@ -1054,7 +1058,13 @@ std::string format_sim_footer(const SimResult& r) {
 
 std::string format_sim_carriers(const sim::SimDegraded& d) {
   if (d.links.empty()) return "";
-  if (d.carriers.empty()) return ": no ring or tree connection crosses it";
+  if (d.carriers.empty()) return ": no connection of the collective crosses it";
+  if (d.carriers[0].kind == "p2p") {  // a point-to-point collective's sends
+    std::string out = printf_string(": carried by %zu send%s: ", d.carriers.size(), d.carriers.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < d.carriers.size() && i < 6; ++i)
+      out += printf_string("%srank %d -> %d", i ? ", " : "", d.carriers[i].from, d.carriers[i].to);
+    return out + (d.carriers.size() > 6 ? ", ..." : "");
+  }
   std::string out = ": carried by ";
   const size_t kShown = 4;
   for (size_t i = 0; i < d.carriers.size() && i < kShown; ++i) {

@@ -855,7 +855,7 @@ TEST(SimReport, DegradedFabric) {
   EXPECT_TRUE(contains(out, "#   m0.nic3 at 50% from 0 us: carried by ring channels 3, 11 (rank 3 -> 4); tree channel 3 "
                             "(rank 4 -> 3); tree channels 0-3, 5, 7, 8 (rank 3 -> 4): busbw " + std::string(busbw)))
       << out;
-  EXPECT_TRUE(contains(out, "#   m0.nic5 at 10% from 0 us: no ring or tree connection crosses it")) << out;
+  EXPECT_TRUE(contains(out, "#   m0.nic5 at 10% from 0 us: no connection of the collective crosses it")) << out;
   EXPECT_TRUE(contains(out, size)) << out;
   EXPECT_TRUE(contains(out, "-50.0%")) << out;
   EXPECT_TRUE(format_sim_degraded(healthy, &healthy).empty());

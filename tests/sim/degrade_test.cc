@@ -43,6 +43,16 @@ TEST(DegradeFlags, Values) {
   ASSERT_TRUE(parse_jitter("20,seed=7", &d, &err)) << err;
   EXPECT_DOUBLE_EQ(d.jitter_pct, 20);
   EXPECT_EQ(d.jitter_seed, 7u);
+  EXPECT_DOUBLE_EQ(d.jitter_from_us, 0);
+  ASSERT_TRUE(parse_jitter("5,from=2ms,seed=3", &d, &err)) << err;
+  EXPECT_DOUBLE_EQ(d.jitter_from_us, 2000);
+  EXPECT_EQ(d.jitter_seed, 3u);
+  ASSERT_TRUE(parse_straggler("6=4@50us", &d, &err)) << err;
+  EXPECT_DOUBLE_EQ(d.stragglers[6], 4);
+  EXPECT_DOUBLE_EQ(d.straggle_at(6, 49), 1);
+  EXPECT_DOUBLE_EQ(d.straggle_at(6, 50), 4);
+  EXPECT_DOUBLE_EQ(d.straggle_at(3, 0), 2);
+  EXPECT_DOUBLE_EQ(d.straggle_at(0, 100), 1);
 
   Degradation only_static;
   ASSERT_TRUE(parse_degrade("m0.nic3=0.5", &only_static, &err));
@@ -64,6 +74,7 @@ TEST(DegradeFlags, Values) {
       {parse_straggler, "1.5=2", "RANK=FACTOR"},          {parse_jitter, "0", "bad percentage"},
       {parse_jitter, "2000", "bad percentage"},           {parse_jitter, "10,seed=x", "seed=N"},
       {parse_jitter, "10,sed=3", "seed=N"},
+      {parse_jitter, "10,from=soon", "from=TIME"},    {parse_straggler, "3=2@x", "bad time 'x'"},
   };
   for (const Bad& b : bad) {
     Degradation x;
@@ -212,6 +223,14 @@ TEST(DegradeRun, AStragglerSlowsEveryRank) {
   for (int rank = 0; rank < 8; ++rank) EXPECT_GT(last_end(slow, rank), last_end(healthy, rank) * 1.3) << rank;
   ASSERT_EQ(slow.degraded.size(), 1u);
   EXPECT_NE(slow.degraded[0].label.find("rank 3 (m0.gpu3)"), std::string::npos) << slow.degraded[0].label;
+  // From half-way: between the two, and at step level.
+  SimConfig later = cfg;
+  later.degrade = Degradation{};
+  ASSERT_TRUE(parse_straggler("3=8@" + std::to_string(time_of(healthy) / 2) + "us", &later.degrade, &err));
+  const SimResult half = run(later);
+  EXPECT_GT(time_of(half), time_of(healthy) * 1.1);
+  EXPECT_LT(time_of(half), time_of(slow) * 0.95);
+  EXPECT_NE(half.degraded[0].label.find("8x slower from "), std::string::npos) << half.degraded[0].label;
 }
 
 // Jitter: later than healthy, by at most PCT of the route latency per step; one seed, one result.
@@ -229,6 +248,10 @@ TEST(DegradeRun, JitterIsDeterministicPerSeed) {
   EXPECT_GT(a1, healthy);
   EXPECT_GT(b, healthy);
   EXPECT_LT(a1, healthy * 2);
+  // From a time after the run: no effect.
+  SimConfig late = cfg;
+  ASSERT_TRUE(parse_jitter("100,seed=7,from=1s", &late.degrade, &err));
+  EXPECT_EQ(time_of(run(late)), healthy);
 }
 
 // A failed link mid-collective: the runtime's error, naming the transfer and the stuck waits, quickly.
@@ -259,6 +282,30 @@ TEST(DegradeRun, AFailedLinkGivesTheErrorNotAHang) {
   std::string err;
   ASSERT_TRUE(parse_fail("m0.nic3@1s", &cfg.degrade, &err));
   EXPECT_EQ(time_of(run(cfg)), healthy);
+}
+
+// A point-to-point collective: the sends whose path crosses the NIC are named (GPU 3 of machine 0 to and
+// from every GPU of machine 1 through its rail NIC), and the all-to-all slows down.
+TEST(DegradeRun, AllToAllNamesTheSendsThatCrossIt) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100:2";
+  cfg.coll = CollKind::kSendRecv;
+  cfg.p2p = P2pPattern::kAllToAll;
+  cfg.min_bytes = cfg.max_bytes = size_t{16} << 20;
+  const double healthy = time_of(run(cfg));
+  std::string err;
+  ASSERT_TRUE(parse_degrade("m0.nic3=0.5", &cfg.degrade, &err));
+  const SimResult slow = run(cfg);
+  EXPECT_GT(time_of(slow), healthy * 1.5);
+  ASSERT_EQ(slow.degraded.size(), 1u);
+  std::set<std::pair<int, int>> sends;
+  for (const auto& c : slow.degraded[0].carriers) {
+    EXPECT_EQ(c.kind, "p2p");
+    sends.insert({c.from, c.to});
+  }
+  std::set<std::pair<int, int>> want;
+  for (int r = 8; r < 16; ++r) want.insert({3, r}), want.insert({r, 3});
+  EXPECT_EQ(sends, want);
 }
 
 // The trace of a degraded run carries its links' factors; a failed run's trace holds the run up to the
