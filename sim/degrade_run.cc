@@ -116,7 +116,10 @@ void World::start_degradation() {
     std::vector<std::pair<int, double>> f;
     for (int l : degrade_links_[i]) {
       f.emplace_back(l, c.fail ? 0.0 : c.factor);
-      if (c.fail && fail_at_us_[l] < 0) fail_at_us_[l] = c.at_us;
+      if (!c.fail) continue;
+      // Every TopoLink of the SimGrid link goes down with it (a GPU's crossbar link).
+      for (int k = 0; k < static_cast<int>(fail_at_us_.size()); ++k)
+        if (fail_at_us_[k] < 0 && platform_->link(k) == platform_->link(l)) fail_at_us_[k] = c.at_us;
     }
     platform_->set_link_factors(f);
   };
@@ -140,12 +143,13 @@ bool World::link_down(int l) const {
 }
 
 std::string World::failed_links_on(const ConnRoute& route) const {
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // SimGrid's: a GPU's crossbar link is "m0.gpu2->nvswitch"
   double at = -1;
   if (route.links != nullptr)
     for (int l : *route.links) {
       if (!link_down(l)) continue;
-      names.push_back(topo_.nodes[topo_.links[l].from].name + "->" + topo_.nodes[topo_.links[l].to].name);
+      const std::string name = platform_->link(l)->get_name();
+      if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
       if (l < static_cast<int>(fail_at_us_.size()) && fail_at_us_[l] >= 0) at = at < 0 ? fail_at_us_[l] : std::min(at, fail_at_us_[l]);
     }
   if (names.empty()) return "a link of its route is down";
@@ -178,10 +182,13 @@ std::string World::abort_error() const {
   // then those stuck behind them.
   auto on_failed = [&](const WaitSite& s) {
     const int from = s.for_data ? s.peer : s.rank, to = s.for_data ? s.rank : s.peer;
-    auto it = routes_.find(std::make_tuple(s.channel, from, to));
-    if (it == routes_.end() || it->second.links == nullptr) return false;
-    for (int l : *it->second.links)
-      if (link_down(l)) return true;
+    const bool p2p = cfg_.p2p != P2pPattern::kNone;  // a p2p channel's connection, or its pair's path
+    for (int ch : {p2p ? kP2pChannel - s.channel : s.channel, p2p ? kP2pChannel : s.channel}) {
+      auto it = routes_.find(std::make_tuple(ch, from, to));
+      if (it == routes_.end() || it->second.links == nullptr) continue;
+      for (int l : *it->second.links)
+        if (link_down(l)) return true;
+    }
     return false;
   };
   std::vector<WaitSite> direct, behind;
@@ -193,11 +200,9 @@ std::string World::abort_error() const {
     return o;
   };
   out += std::to_string(aborted_waits_.size()) + " wait" + (aborted_waits_.size() == 1 ? " was" : "s were") + " stuck";
-  if (!direct.empty())
-    out += "; " + std::to_string(direct.size()) + " on a connection through the failed link:" + list(direct, 8);
-  if (!behind.empty())
-    out += std::string(direct.empty() ? ":" : "\n and ") + std::to_string(behind.size()) + " behind them" +
-           (direct.empty() ? "" : ":") + list(behind, direct.empty() ? 8 : 3);
+  if (direct.empty()) return out + ":" + list(behind, 8);
+  out += "; " + std::to_string(direct.size()) + " on a connection through the failed link:" + list(direct, 8);
+  if (!behind.empty()) out += "\n and " + std::to_string(behind.size()) + " behind them:" + list(behind, 3);
   return out;
 }
 

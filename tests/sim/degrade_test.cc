@@ -306,6 +306,16 @@ TEST(DegradeRun, AllToAllNamesTheSendsThatCrossIt) {
   std::set<std::pair<int, int>> want;
   for (int r = 8; r < 16; ++r) want.insert({3, r}), want.insert({r, 3});
   EXPECT_EQ(sends, want);
+  // Failed mid-way: the error, and the waits on those sends first.
+  SimConfig bad = cfg;
+  bad.degrade = Degradation{};
+  ASSERT_TRUE(parse_fail("m0.nic3@30us", &bad.degrade, &err));
+  SimResult r;
+  EXPECT_FALSE(simulate(bad, &r, &err));
+  EXPECT_NE(err.find("on a connection through the failed link:\n  rank "), std::string::npos) << err;
+  const size_t first = err.find("failed link:\n  ") + 15;  // the first listed wait
+  const std::string line = err.substr(first, err.find('\n', first) - first);
+  EXPECT_TRUE(line.find("rank 3 ") == 0 || line.find("from rank 3 ") != std::string::npos) << line;
 }
 
 // The trace of a degraded run carries its links' factors; a failed run's trace holds the run up to the
