@@ -1135,8 +1135,17 @@ std::string format_sim_links(const SimConfig& cfg, const SimResult& r, int n) {
     const std::string avg = run_us > 0 ? format_number(l.bytes / 1e3 / run_us, 10) : std::string("N/A");
     const std::string busy = l.busy_us > 0 ? format_number(l.bytes / 1e3 / l.busy_us, 10) : std::string("N/A");
     const std::string pct = run_us > 0 && l.busy_us > 0 ? format_number(100.0 * l.busy_us / run_us, 6) : "N/A";
-    out += printf_string("  %-30s  %12.6f  %10s  %10s  %6s\n", l.name.c_str(), gb,
-                         avg.c_str(), busy.c_str(), pct.c_str());
+    // A degraded link (--degrade/--fail): the change, after the columns. The first elements of
+    // SimResult::degraded are cfg.degrade.links', in order.
+    std::string note;
+    for (size_t k = 0; k < cfg.degrade.links.size() && k < r.degraded.size(); ++k) {
+      const std::vector<int>& ls = r.degraded[k].links;
+      if (std::find(ls.begin(), ls.end(), l.link) == ls.end()) continue;
+      const sim::LinkChange& c = cfg.degrade.links[k];
+      note += printf_string(c.fail ? "  failed at %g us" : "  x%g from %g us", c.fail ? c.at_us : c.factor, c.at_us);
+    }
+    out += printf_string("  %-30s  %12.6f  %10s  %10s  %6s%s\n", l.name.c_str(), gb,
+                         avg.c_str(), busy.c_str(), pct.c_str(), note.c_str());
   }
   return out;
 }

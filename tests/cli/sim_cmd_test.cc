@@ -1065,8 +1065,15 @@ TEST(SimCli, SimulationFailureExits3) {
 // a bad name is a usage error listing the closest names; a failed link exits 3 naming the stuck waits.
 TEST(SimCli, DegradedFabric) {
   const std::string flags = "sim all_reduce --topo dgx-h100:2 --nics-per-node 1 -b 64M --algo ring --proto simple";
-  RunResult r = run(flags + " --degrade m0.nic0=0.5");
+  RunResult r = run(flags + " --degrade m0.nic0=0.5 --links 100");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
+  int marked = 0;  // --links marks the degraded links, and only those
+  for (const std::string& l : lines_of(r.out))
+    if (contains(l, "x0.5 from 0 us") && !contains(l, "#")) {
+      EXPECT_TRUE(contains(l, "m0.nic0")) << l;
+      ++marked;
+    }
+  EXPECT_EQ(marked, 4) << r.out;
   EXPECT_TRUE(contains(r.out, "# degraded: m0.nic0 x0.5 from 0 us")) << r.out;
   EXPECT_TRUE(contains(r.out, "#   m0.nic0 at 50% from 0 us: carried by ring channel")) << r.out;
   const size_t at = r.out.find("GB/s (-");
@@ -1080,7 +1087,7 @@ TEST(SimCli, DegradedFabric) {
       if (!contains(l, "Simulated in")) o += l + "\n";
     return o;
   };
-  const RunResult again = run(flags + " --degrade m0.nic0=0.5");
+  const RunResult again = run(flags + " --degrade m0.nic0=0.5 --links 100");
   EXPECT_EQ(without_wall(again.out), without_wall(r.out));
 
   r = run(flags + " --degrade m0.nic9=0.5");
