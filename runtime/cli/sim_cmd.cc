@@ -1168,7 +1168,18 @@ std::string format_sim_csv(const SimConfig& cfg, const SimResult& r, const std::
   return out;
 }
 
-std::string format_sim_json(const SimRun& run, const SimResult& r) { return json_of(run, r).dump(2) + "\n"; }
+std::string format_sim_json(const SimRun& run, const SimResult& r, const SimResult* healthy) {
+  nlohmann::ordered_json j = json_of(run, r);
+  if (healthy != nullptr) {  // the same run on the healthy fabric, per size
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& s : healthy->sizes)
+      rows.push_back({{"bytes", s.bytes}, {"time_us", s.time_us}, {"algbw", s.algbw}, {"busbw", s.busbw},
+                      {"algo", algo_label(s)}, {"proto", proto_name(s.proto)}, {"nchannels", s.nchannels},
+                      {"level", sim_level_label(s.level)}});
+    j["degrade"]["healthy_rows"] = rows;
+  }
+  return j.dump(2) + "\n";
+}
 
 std::string format_sim_compare_json(const SimCmdOptions& o, const SimResult& a, const SimResult& b) {
   nlohmann::ordered_json j;

@@ -134,7 +134,10 @@ std::string format_sim_csv(const sim::SimConfig& config, const sim::SimResult& r
                            const std::string& variant = "", bool header = true);
 // --json: {collective, topo, machines, nranks, payload, ..., what_if {...}, calibration {...},
 // rows [...], links [...]} as text (indented).
-std::string format_sim_json(const SimRun& run, const sim::SimResult& result);
+// With `healthy` (a degraded run's healthy twin): degrade.healthy_rows, that run's rows
+// {bytes, time_us, algbw, busbw, algo, proto, nchannels, level}.
+std::string format_sim_json(const SimRun& run, const sim::SimResult& result,
+                            const sim::SimResult* healthy = nullptr);
 // --json with --compare: {"compare": true, "a": {"flags": "...", <as above>}, "b": {...}}.
 std::string format_sim_compare_json(const SimCmdOptions& options, const sim::SimResult& a,
                                     const sim::SimResult& b);

@@ -162,7 +162,7 @@ int sim_main(const std::vector<std::string>& args) {
   if (o.links > 0) std::fputs(format_sim_links(o.run.config, res, o.links).c_str(), report);
   std::fflush(report);
   if (!o.csv_path.empty()) files_ok &= write_output(o.csv_path, format_sim_csv(o.run.config, res), "--csv");
-  if (!o.json_path.empty()) files_ok &= write_output(o.json_path, format_sim_json(o.run, res), "--json");
+  if (!o.json_path.empty()) files_ok &= write_output(o.json_path, format_sim_json(o.run, res, degraded ? &healthy : nullptr), "--json");
   if (!o.events_path.empty()) files_ok &= write_output(o.events_path, sim::format_events(res.events), "--events");
   if (!files_ok) return kSimExitFailed;
   return sim_wrong_total(res) > 0 ? kSimExitWrong : kSimExitOk;

@@ -1090,6 +1090,20 @@ TEST(SimCli, DegradedFabric) {
   const RunResult again = run(flags + " --degrade m0.nic0=0.5 --links 100");
   EXPECT_EQ(without_wall(again.out), without_wall(r.out));
 
+  // --json: the degradation, its elements and the healthy twin's rows.
+  const std::string json = temp_path("degraded.json");
+  r = run(flags + " --degrade m0.nic0=0.5 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream jf(json);
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j["degrade"]["links"][0]["target"], "m0.nic0");
+  EXPECT_EQ(j["degrade"]["links"][0]["factor"], 0.5);
+  EXPECT_FALSE(j["degrade"]["elements"][0]["carriers"].empty());
+  ASSERT_EQ(j["degrade"]["healthy_rows"].size(), 1u);
+  const double hb = j["degrade"]["healthy_rows"][0]["busbw"], db = j["rows"][0]["busbw"];
+  EXPECT_GT(db / hb, 0.45);
+  EXPECT_LT(db / hb, 0.6);
+
   r = run(flags + " --degrade m0.nic9=0.5");
   EXPECT_EQ(r.status, 2) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "no link or node named 'm0.nic9'")) << r.err;
