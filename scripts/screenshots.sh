@@ -10,6 +10,8 @@
 #   scripts/screenshots.sh --pat      PAT on 8 machines of one GPU (docs/images/viz-pat-*.png): the
 #                                     channels view of an all_gather and a reduce_scatter, and the
 #                                     all_gather's timeline, from `cclab sim` traces
+#   scripts/screenshots.sh --degraded a degraded fabric (docs/images/viz-degraded.png, docs/cli-sim.md):
+#                                     cclab sim --trace with --degrade on dgx-h100:2
 #   scripts/screenshots.sh --labs     the labs' pictures (labs/NN-name/images/*.png), from the reference
 #                                     solutions' runs (labs/solutions/), as labs/*/README.md say
 #
@@ -116,6 +118,18 @@ if [ "${1:-}" = "--labs" ]; then
         --screenshot "$l7/$t-timeline.png" || exit 1
     done
   ) && echo "wrote $l7/slow-timeline.png $l7/fast-timeline.png"
+  exit 0
+fi
+
+# A degraded fabric: m0.nic3 at half bandwidth from the start, m1.gpu5's NVLinks at a quarter from 200 us
+# (64 MiB ring all_reduce, step level), drawn after the second change.
+if [ "${1:-}" = "--degraded" ]; then
+  mkdir -p "$out"
+  "$cclab" sim all_reduce --topo dgx-h100:2 -b 64M --algo ring --proto simple --level step --no-progress \
+    --degrade m0.nic3=0.5 --degrade m1.gpu5=0.25@200us --trace "$tmp/degraded.cctrace" >/dev/null
+  xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/degraded.cctrace" --size "$size" --view topology \
+    --at 60% --screenshot "$out/viz-degraded.png"
+  echo "wrote $out/viz-degraded.png"
   exit 0
 fi
 

@@ -130,6 +130,8 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
   p->hosts_.assign(nn, nullptr);
   p->links_.assign(nl, nullptr);
   p->rates_.assign(nl, 0.0);
+  p->own_rates_.assign(nl, 0.0);
+  p->factors_.assign(nl, 1.0);
   try {
     p->zone_ = s4u::create_full_zone("cclab");
     std::unordered_set<std::string> names;
@@ -176,6 +178,8 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
       for (int i : g.second) {
         p->links_[i] = link;
         p->rates_[i] = rate;
+        const TopoLink& l = topo.links[i];
+        p->own_rates_[i] = l.bw > 0 ? l.bw * 1e9 * efficiency_of(cal, l.type) : 0.0;
       }
       p->nvs_links_[g.first] = g.second;
     }
@@ -198,6 +202,7 @@ bool Platform::build(s4u::Engine& engine, const Topology& topo, const Calibratio
       link->seal();
       p->links_[i] = link;
       p->rates_[i] = rate;
+      p->own_rates_[i] = rate;
     }
   } catch (const std::exception& e) {
     return fail(std::string("SimGrid refused the platform of ") + topo.name + ": " + e.what());
@@ -212,6 +217,36 @@ s4u::Host* Platform::gpu_host(int node) const {
 
 s4u::Link* Platform::link(int topo_link) const {
   return topo_link >= 0 && topo_link < static_cast<int>(links_.size()) ? links_[topo_link] : nullptr;
+}
+
+void Platform::set_link_factors(const std::vector<std::pair<int, double>>& factors) {
+  std::vector<s4u::Link*> touched;
+  for (const auto& f : factors) {
+    if (f.first < 0 || f.first >= static_cast<int>(links_.size())) continue;
+    factors_[f.first] = f.second;
+    touched.push_back(links_[f.first]);
+  }
+  std::sort(touched.begin(), touched.end());
+  touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+  for (s4u::Link* link : touched) {
+    double rate = 0;
+    bool failed = false;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (links_[i] != link) continue;
+      rate += own_rates_[i] * factors_[i];
+      failed |= factors_[i] <= 0;
+    }
+    if (failed) {
+      if (link->is_on()) link->turn_off();
+      continue;
+    }
+    if (!link->is_on()) link->turn_on();
+    link->set_bandwidth(rate);
+  }
+}
+
+double Platform::link_factor(int topo_link) const {
+  return topo_link >= 0 && topo_link < static_cast<int>(factors_.size()) ? factors_[topo_link] : 1.0;
 }
 
 double Platform::link_rate(int topo_link) const {

@@ -80,6 +80,13 @@ class Platform {
   // Directed TopoLinks the platform maps (== topology().links.size()); several may share one SimGrid
   // link: a GPU's NVLinks to the NVSwitch chips of its machine become one up and one down link.
   int link_count() const { return static_cast<int>(links_.size()); }
+  // Degradation (sim/degrade.h): each listed TopoLink now carries factor x its own rate (0: failed). A
+  // SimGrid link that several TopoLinks share (a GPU's crossbar link) gets the sum of its members' rates;
+  // one failed member turns it off (an NVLink error stops the GPU's NVLink traffic); a link whose
+  // factors are all 1 again is restored. Any time, also while communications cross it.
+  void set_link_factors(const std::vector<std::pair<int, double>>& factors);
+  // The current factor of a TopoLink (1 unless set_link_factors changed it).
+  double link_factor(int topo_link) const;
 
   // One end of a route: a GPU node, and the NET node by which its traffic leaves or enters the GPU's
   // machine (-1: the model's default, Topology::exit_net). The NET matters only between machines: a
@@ -129,6 +136,8 @@ class Platform {
   End normalized(End e, End other) const;
   std::vector<simgrid::s4u::Link*> links_;  // by TopoLink index
   std::vector<double> rates_;               // by TopoLink index, bytes/s
+  std::vector<double> own_rates_;           // by TopoLink index: its own rate (a crossbar member's share)
+  std::vector<double> factors_;             // by TopoLink index: set_link_factors' factor
   struct Routes;
   std::unique_ptr<Routes> routes_;
   bool sealed_ = false;

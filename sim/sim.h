@@ -28,6 +28,7 @@
 #include "kernels/reduce_ops.h"
 #include "kernels/step_record.h"
 #include "sim/calibration.h"
+#include "sim/degrade.h"
 
 namespace cclab {
 namespace sim {
@@ -54,6 +55,7 @@ struct SimConfig {
   int machines = 1;
   FabricSpec fabric;             // oversubscription etc. for multi-machine models
   WhatIf what_if;
+  Degradation degrade;           // links slowed or failed from a simulated time, stragglers, jitter (degrade.h)
   int nranks = 0;                // 0: every GPU of the model
 
   // What to run (nccl-tests flags). A point-to-point collective (alltoall, gather, scatter, sendrecv)
@@ -132,6 +134,20 @@ struct SimLinkLoad {
   double busy_us = 0;            // time with at least one transfer on it (step level)
 };
 
+// One degraded element of SimConfig::degrade and the channels whose connections cross it.
+struct SimDegraded {
+  std::string label;             // "m0.nic3 at 50% from 0 us", "m0.gpu3-m0.nvs0 fails at 100 us", "rank 3 2x slower"
+  std::vector<int> links;        // the TopoLinks it changes
+  // Connections whose route crosses one of those links, grouped by edge: "ring"/"tree", from, to rank and
+  // the channels that carry that edge over it; a point-to-point collective: "p2p", each send (no channels).
+  struct Carrier {
+    std::string kind;
+    int from = -1, to = -1;
+    std::vector<int> channels;
+  };
+  std::vector<Carrier> carriers;
+};
+
 struct SimResult {
   std::string topo_description;
   int nranks = 0;
@@ -139,6 +155,7 @@ struct SimResult {
   std::vector<SimSizeResult> sizes;
   std::vector<StepRecord> events;  // record_events: every step, in simulated time order
   std::vector<SimLinkLoad> links;  // links that carried traffic
+  std::vector<SimDegraded> degraded;  // SimConfig::degrade's elements, in order
   P2pChannels p2p;                 // the point-to-point channels sends and receives are split over
   double wall_s = 0;               // wall time the simulation took
   double peak_rss_mib = 0;         // the simulating child's peak memory
@@ -154,6 +171,10 @@ bool simulate(const SimConfig& cfg, SimResult* out, std::string* error, const Si
 // The same, in this process (tests of the child side; at most once per process).
 bool simulate_in_process(const SimConfig& cfg, SimResult* out, std::string* error,
                          const SimProgress& progress = nullptr);
+
+// The model a config simulates (preset or XML, machines, what-ifs applied), as World::setup builds it:
+// for checking names (degradations) before a run. False with *error.
+bool build_model(const SimConfig& cfg, Topology* topo, std::string* error);
 
 // The event log of a run as text, one step per line, for golden files:
 //   "<begin_us> <end_us> r<rank> c<channel> <prim> send=<peer> recv=<peer> step=<n> bytes=<n>"

@@ -57,7 +57,7 @@ namespace sim {
 class World;
 
 // Why an executor stopped.
-enum class SimFailure : int { kNone = 0, kSizeMismatch = 1, kFlagMissing = 2, kAborted = 3 };
+enum class SimFailure : int { kNone = 0, kSizeMismatch = 1, kFlagMissing = 2, kAborted = 3, kLinkDown = 4 };
 
 class SimExec {
  public:
@@ -195,6 +195,16 @@ class SimExec {
   double pending_bytes_ = 0;                  // the current step's data loop, bytes
   const void* last_dst_ = nullptr;            // destination of the last reduce_copy
   std::vector<simgrid::s4u::ActivityPtr> inflight_;  // the current step's started transfers and data loop
+  // Per inflight_ entry: the transfer's route, peer and FIFO step (route nullptr: the data loop).
+  struct InflightXfer {
+    const void* route = nullptr;
+    int peer = -1;
+    uint64_t step = 0;
+  };
+  std::vector<InflightXfer> inflight_xfer_;
+  double step_latency_us_ = 0;                // the longest route latency of the step's transfers (jitter)
+  uint64_t jitter_n_ = 0;                     // transfers of this executor so far (jitter's counter)
+  void link_down(const InflightXfer& x);
   bool sent_ = false;                         // the current step put data on a wire
   std::vector<std::pair<ConnCounter*, uint64_t>> deferred_;
   SimFailure failure_ = SimFailure::kNone;

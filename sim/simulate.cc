@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <xbt/log.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -312,8 +313,8 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     res.level = cfg_.level;
     // NVLS runs at step level: the flow level replays ring and tree connections, not the switch.
     if (ch.algo == AlgoKind::kNvls) res.level = SimLevel::kStep;
-    if (res.level == SimLevel::kAuto)
-      res.level = !cfg_.payload && estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo) >
+    if (res.level == SimLevel::kAuto)  // a failure, a later change or jitter needs the step level (degrade.h)
+      res.level = !cfg_.payload && !cfg_.degrade.needs_step() && estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo) >
                                        cfg_.step_limit
                       ? SimLevel::kFlow
                       : SimLevel::kStep;
@@ -329,6 +330,15 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
                                                    : run_once(count, ch, &t, error);
       if (!ok) {
         *error = std::string(coll_name(cfg_.coll)) + " of " + std::to_string(total) + " bytes: " + *error;
+        if (aborted_ && tracing()) {  // a failed link: the trace up to the failure, with its stuck waits
+          op_records_.push_back(OpRecord{op_count_ - 1, ch.algo, ch.proto, ch.nchannels, res.count, total,
+                                         clock0 * 1e6, sg4::Engine::get_clock() * 1e6, cfg_.coll, cfg_.type,
+                                         cfg_.op, cfg_.root});
+          op_records_.back().failed = true;
+          std::string werr;
+          *error += write_trace(&werr) ? "\n(the trace " + cfg_.trace_path + " holds the run up to the failure)"
+                                       : "\n(" + werr + ")";
+        }
         return false;
       }
       if (it >= cfg_.warmup) sum += t;
@@ -449,6 +459,9 @@ bool validate(const SimConfig& cfg, std::string* error) {
                 ": payload mode runs int8, half, bfloat16, float, int32 and double");
   if (cfg.level == SimLevel::kFlow && cfg.payload)
     return fail("level flow: moves no data; payload mode needs the step level");
+  if (cfg.level == SimLevel::kFlow && cfg.degrade.needs_step())
+    return fail("level flow: a failed link, a change after time 0 (LINK=FACTOR@TIME) or jitter needs the step level "
+                "(the flow level replays the run at rates fixed at its start); use --level step or auto");
   return true;
 }
 
@@ -479,6 +492,8 @@ bool simulate_in_process(const SimConfig& cfg_in, SimResult* out, std::string* e
   sg4::Engine::on_deadlock_cb([&] {
     err = "the simulated ranks deadlocked (every actor waits for another):" + world.describe_stuck();
   });
+  out->degraded = world.degraded();
+  world.start_degradation();
   sg4::Host* ctl = world.rank_host(0);
   sg4::Actor::create("controller", ctl, [&] { ok = world.run_sizes(out, &err, progress); });
   engine.run();
@@ -508,6 +523,11 @@ nlohmann::json to_json(const SimResult& r) {
                           static_cast<int>(s.level), s.time_us, s.algbw, s.busbw, s.predicted_us, s.wrong, s.slices,
                           s.nthreads, s.custom_algo, s.p2p, s.host_us});
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
+  for (const SimDegraded& d : r.degraded) {
+    nlohmann::json carriers = nlohmann::json::array();
+    for (const SimDegraded::Carrier& c : d.carriers) carriers.push_back({c.kind, c.from, c.to, c.channels});
+    j["degraded"].push_back({d.label, d.links, carriers});
+  }
   for (const StepRecord& e : r.events)
     j["events"].push_back({e.rank, e.channel, e.send_peer, e.recv_peer, e.step, static_cast<int>(e.prim),
                            static_cast<int>(e.coll), e.op_count, e.bytes, e.begin_us, e.end_us, e.offset, e.data_us});
@@ -549,6 +569,14 @@ void from_json(const nlohmann::json& j, SimResult* r) {
     }
   if (j.contains("links"))
     for (const auto& a : j["links"]) r->links.push_back(SimLinkLoad{a[0], a[1], a[2], a[3]});
+  if (j.contains("degraded"))
+    for (const auto& a : j["degraded"]) {
+      SimDegraded d;
+      d.label = a[0];
+      d.links = a[1].get<std::vector<int>>();
+      for (const auto& c : a[2]) d.carriers.push_back(SimDegraded::Carrier{c[0], c[1], c[2], c[3].get<std::vector<int>>()});
+      r->degraded.push_back(d);
+    }
   if (j.contains("events"))
     for (const auto& a : j["events"]) {
       StepRecord e;
@@ -607,8 +635,8 @@ bool simulate(const SimConfig& cfg, SimResult* out, std::string* error, const Si
       write_all(fds[1], "P " + std::to_string(done) + " " + std::to_string(total) + "\n");
     });
     std::string msg = ok ? "R " + to_json(res).dump() + "\n" : "E " + err + "\n";
-    for (char& c : msg)
-      if (c == '\n' && &c != &msg.back()) c = ' ';
+    for (char& c : msg)  // one line over the pipe: the message's own line breaks travel as \x1f
+      if (c == '\n' && &c != &msg.back()) c = '\x1f';
     write_all(fds[1], msg);
     close(fds[1]);
     _exit(ok ? 0 : 1);
@@ -635,6 +663,7 @@ bool simulate(const SimConfig& cfg, SimResult* out, std::string* error, const Si
         got = true;
       } else if (line.size() >= 2 && line[0] == 'E') {
         *error = line.substr(2);
+        std::replace(error->begin(), error->end(), '\x1f', '\n');
       }
     }
   }

@@ -63,6 +63,19 @@ void World::trace_header(trace::Trace* out, std::map<std::tuple<int, int, int>, 
     }
     if (conn_routes != nullptr) (*conn_routes)[kv.first] = i;
   }
+  // Degraded links (--degrade/--fail): a crossbar link takes its most degraded member's factor.
+  for (size_t i = 0; i < cfg_.degrade.links.size() && i < degrade_links_.size(); ++i) {
+    const LinkChange& c = cfg_.degrade.links[i];
+    for (int l : degrade_links_[i]) {
+      const int k = l < static_cast<int>(m.link.size()) ? m.link[l] : -1;
+      if (k < 0 || k >= static_cast<int>(t.links.size())) continue;
+      trace::Link& tl = t.links[k];
+      const double f = c.fail ? 0.0 : c.factor;
+      const bool first = tl.degraded_at_us < 0;
+      tl.degraded = first ? f : std::min(tl.degraded, f);
+      tl.degraded_at_us = first ? c.at_us : std::min(tl.degraded_at_us, c.at_us);
+    }
+  }
 }
 
 int World::event_route(const trace::Trace& t, const std::map<std::tuple<int, int, int>, int>& conn_routes, int channel,
@@ -89,6 +102,7 @@ trace::Op World::trace_op(const OpRecord& o) const {
   const double us = o.end_us - o.begin_us;
   op.algbw = us > 0 ? static_cast<double>(o.bytes) / (us * 1e3) : 0;
   op.busbw = op.algbw * bus_factor(op.coll, nranks_);
+  if (o.failed) op.algbw = op.busbw = 0;  // unknown: it never completed
   return op;
 }
 
@@ -139,6 +153,23 @@ bool World::write_trace(std::string* error) const {
     t.events.push_back(trace::event_from_record(r, it == proto_of.end() ? kProtoSimple : it->second, -1));
   }
   for (trace::Event& e : t.events) e.route = event_route(t, conn_routes, e.channel, e.rank, e.send_peer);
+  if (aborted_) {  // a failed link (--fail): the stuck waits as a certain report, as the doctor's
+    trace::Stuck st;
+    st.time_us = abort_us_;
+    st.certain = true;
+    st.code = 6;  // ncclRemoteError: a peer's transfer failed
+    st.summary = abort_reason_;
+    const std::string text = abort_error();
+    for (size_t b = 0, e; b <= text.size(); b = e + 1) {
+      e = text.find('\n', b);
+      if (e == std::string::npos) e = text.size();
+      st.lines.push_back(text.substr(b, e - b));
+    }
+    for (const WaitSite& w : aborted_waits_)
+      st.waits.push_back(trace::StuckWait{w.rank, w.channel, w.peer, w.step, w.for_data, prim_name(w.prim),
+                                          op_count_ > 0 ? op_count_ - 1 : 0, abort_us_});
+    t.stuck.push_back(std::move(st));
+  }
   trace::sort_events(&t.events);
   trace::compute_link_load(&t);
   std::string err;

@@ -55,7 +55,8 @@ void SimExec::apply_post(ConnCounter* c, uint64_t value) {
 void SimExec::start_loop() {
   if (pending_bytes_ <= 0) return;
   // The protocol's loop reaches loop_share of the SM's copy rate: it costs bytes / share at that rate.
-  const double bytes = pending_bytes_ / world_->calibration().loop_share[proto_];
+  // A straggler's loop (--straggler) takes its factor longer.
+  const double bytes = pending_bytes_ / world_->calibration().loop_share[proto_] * world_->straggle(rank_);
   pending_bytes_ = 0;
   last_dst_ = nullptr;
   if (rec_ != nullptr) {
@@ -64,6 +65,7 @@ void SimExec::start_loop() {
     return;
   }
   inflight_.push_back(sg4::this_actor::exec_async(bytes));
+  inflight_xfer_.emplace_back();
 }
 
 // The step completes: its data loop and transfers end, then its overhead passes if it sent, then its
@@ -80,10 +82,24 @@ void SimExec::flush() {
     if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, 0);
     rec_inflight_ = false;
   } else {
-    for (auto& a : inflight_) a->wait();
+    for (size_t i = 0; i < inflight_.size(); ++i) {
+      try {
+        inflight_[i]->wait();
+      } catch (const simgrid::Exception&) {  // a link of its route went down (--fail)
+        link_down(inflight_xfer_[i]);
+      }
+    }
     inflight_.clear();
-    const double ov = world_->calibration().step_overhead_us[proto_];
-    if (sent_ && ov > 0) sg4::this_actor::sleep_for(ov * 1e-6);
+    inflight_xfer_.clear();
+    double ov = world_->calibration().step_overhead_us[proto_];
+    const Degradation& dg = world_->cfg_.degrade;
+    if (sent_ && dg.jitter_pct > 0 && sg4::Engine::get_clock() * 1e6 >= dg.jitter_from_us)  // --jitter: this transfer's noise, from the seed and its own counters
+      ov += step_latency_us_ * dg.jitter_pct / 100 *
+            jitter_unit(dg.jitter_seed, world_->op_count_, (static_cast<uint64_t>(rank_) << 20) ^ static_cast<uint32_t>(channel_),
+                        jitter_n_++);
+    step_latency_us_ = 0;
+    if (failure_ == SimFailure::kLinkDown) deferred_.clear();  // nothing arrived: post nothing
+    if (sent_ && ov > 0 && failure_ == SimFailure::kNone) sg4::this_actor::sleep_for(ov * 1e-6);
   }
   sent_ = false;
   if (!deferred_.empty()) {
@@ -103,6 +119,16 @@ bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& sit
   }
   flush();
   if (failure_ != SimFailure::kNone) return false;
+  const auto aborted = [&] {  // a failed link aborted the collective: this wait would never end
+    if (!world_->aborted() || c->value >= target) return false;
+    failure_ = SimFailure::kAborted;
+    site_ = site;
+    return true;
+  };
+  if (aborted()) {
+    world_->note_stuck(site);
+    return false;
+  }
   while (c->value < target) {
     CounterWait& w = world_->wait_slot(c);
     w.actor = sg4::Actor::self();
@@ -113,6 +139,7 @@ bool SimExec::wait_ge(const ConnCounter* c, uint64_t target, const WaitSite& sit
       if (world_->wait_slot(c).actor == nullptr) continue;  // posted meanwhile: already counted as woken
     }
     sg4::this_actor::suspend();
+    if (aborted()) return false;  // abort_run named it
   }
   return true;
 }
@@ -148,6 +175,12 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
   }
   const World::ConnRoute& route = world_->conn_route(send);
   inflight_.push_back(sg4::Comm::sendto_async(route.src, route.dst, static_cast<uint64_t>(bytes)));
+  inflight_xfer_.push_back(InflightXfer{&route, send.peer, send.step});
+  if (route.links != nullptr && world_->cfg_.degrade.jitter_pct > 0) {
+    double lat = 0;
+    for (int l : *route.links) lat += world_->topo_.links[l].latency_us;
+    step_latency_us_ = std::max(step_latency_us_, lat);
+  }
   world_->add_link_bytes(route, bytes);
   ++transfers_;
 }
@@ -170,6 +203,18 @@ void SimExec::nvls_switch(double up, double down, double reduce) {
     ++transfers_;
   }
   if (reduce > 0) inflight_.push_back(sg4::Exec::init()->set_flops_amount(reduce)->set_host(sw)->start());
+}
+
+// A transfer failed: the collective cannot complete. Name it, and abort every wait of the run.
+void SimExec::link_down(const InflightXfer& x) {
+  if (failure_ == SimFailure::kNone) {
+    failure_ = SimFailure::kLinkDown;
+    site_ = WaitSite{rank_, channel_, x.peer, x.step, false, PrimKind::kSend};
+  }
+  char buf[160];
+  snprintf(buf, sizeof buf, "rank %d channel %d: its transfer to rank %d (step %llu) failed at %.3f us: ", rank_, channel_,
+           x.peer, static_cast<unsigned long long>(x.step), sg4::Engine::get_clock() * 1e6);
+  world_->abort_run(buf + world_->failed_links_on(*static_cast<const World::ConnRoute*>(x.route)));
 }
 
 bool SimExec::size_mismatch(const WaitSite& site, size_t expected, int32_t got) {
@@ -205,43 +250,49 @@ bool per_rank_count(CollKind c) { return c == CollKind::kAllGather || c == CollK
 
 World::~World() = default;
 
-bool World::setup(sg4::Engine& engine, std::string* error) {
+bool build_model(const SimConfig& cfg, Topology* topo, std::string* error) {
   std::string err;
   // Model.
-  if (!cfg_.topo_xml.empty()) {
-    if (!read_topology_xml(cfg_.topo_xml, &topo_, &err)) {
+  if (!cfg.topo_xml.empty()) {
+    if (!read_topology_xml(cfg.topo_xml, topo, &err)) {
       *error = err;
       return false;
     }
-    if (cfg_.machines > 1 && !replicate_machines(&topo_, cfg_.machines, cfg_.fabric, &err)) {
+    if (cfg.machines > 1 && !replicate_machines(topo, cfg.machines, cfg.fabric, &err)) {
       *error = err;
       return false;
     }
   } else {
-    std::string preset = cfg_.topo;
-    int machines = cfg_.machines;
+    std::string preset = cfg.topo;
+    int machines = cfg.machines;
     if (preset.find(':') != std::string::npos) {
       int m = 1;
-      if (!parse_topo_spec(cfg_.topo, &preset, &m, &err)) {
+      if (!parse_topo_spec(cfg.topo, &preset, &m, &err)) {
         *error = err;
         return false;
       }
-      if (cfg_.machines > 1 && m != cfg_.machines) {
-        *error = "topology " + cfg_.topo + " names " + std::to_string(m) + " machines but " +
-                 std::to_string(cfg_.machines) + " were asked";
+      if (cfg.machines > 1 && m != cfg.machines) {
+        *error = "topology " + cfg.topo + " names " + std::to_string(m) + " machines but " +
+                 std::to_string(cfg.machines) + " were asked";
         return false;
       }
       machines = m;
     }
-    if (!make_preset_topology(preset, std::max(1, machines), cfg_.fabric, &topo_, &err)) {
+    if (!make_preset_topology(preset, std::max(1, machines), cfg.fabric, topo, &err)) {
       *error = err;
       return false;
     }
   }
-  if (!apply_what_if(cfg_.what_if, &topo_, &err)) {
+  if (!apply_what_if(cfg.what_if, topo, &err)) {
     *error = err;
     return false;
   }
+  return true;
+}
+
+bool World::setup(sg4::Engine& engine, std::string* error) {
+  std::string err;
+  if (!build_model(cfg_, &topo_, error)) return false;
   const int ngpus = static_cast<int>(topo_.gpus().size());
   nranks_ = !devs_.empty() ? static_cast<int>(devs_.size()) : cfg_.nranks > 0 ? cfg_.nranks : ngpus;
   if (nranks_ > ngpus) {
@@ -457,6 +508,7 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
         }
       }
   link_bytes_.assign(topo_.links.size(), 0.0);
+  if (!setup_degradation(error)) return false;
   if (shared_platform_) return true;
   platform_->seal();
   return true;
@@ -641,6 +693,8 @@ std::string World::describe_failure(const SimExec& ex) const {
              "count and datatype?): " + describe_wait(s);
     case SimFailure::kAborted:
       return "aborted while " + describe_wait(s);
+    case SimFailure::kLinkDown:
+      return abort_error();
     case SimFailure::kNone:
       break;
   }
@@ -782,7 +836,7 @@ bool World::run_task(SimExec& ex, const Task& t) {
   }
   if (t.local.bytes > 0) {  // a part of a send to itself: one data loop
     if (cfg_.payload && t.local.dst != t.local.src) memmove(t.local.dst, t.local.src, t.local.bytes);
-    sg4::this_actor::execute(static_cast<double>(t.local.bytes));
+    sg4::this_actor::execute(static_cast<double>(t.local.bytes) * straggle(t.w.rank));
     return true;
   }
   if (!t.p2p.empty()) {
@@ -839,6 +893,10 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launche
     hooks_->blocked();
   }
   for (auto& a : actors) a->join();
+  if (aborted_) {
+    *error = abort_error();
+    return false;
+  }
   if (!failure.empty()) {
     *error = failure;
     return false;

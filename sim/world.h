@@ -182,6 +182,26 @@ class World {
   // The waits actors are suspended on (for a deadlock report).
   std::string describe_stuck() const;
 
+  // ---- degradation (sim/degrade.h) ----
+  // The degraded elements and the channels crossing them (setup resolves cfg.degrade).
+  const std::vector<SimDegraded>& degraded() const { return degraded_; }
+  // Applies the changes at time 0 now and starts a daemon actor that applies the later ones at their
+  // simulated times. After setup, before the engine runs.
+  void start_degradation();
+  // A straggler's factor on its data loops (1: healthy).
+  // From its time on (--straggler RANK=F@TIME; the flow level records at time 0: its stragglers start there).
+  double straggle(int rank) const;
+  // A transfer of `exec`'s failed (a link on its route is down): the collective is aborted; every
+  // suspended wait is resumed to fail, and is named in the error.
+  void abort_run(const std::string& why);
+  bool aborted() const { return aborted_; }
+  // A wait entered after the abort that would never be satisfied: named in the error too.
+  void note_stuck(const WaitSite& site) { aborted_waits_.push_back(site); }
+  // The abort's reason and every stuck wait, one per line.
+  std::string abort_error() const;
+  // "link m0.nic3->fabric.leaf.r3.0 (failed at 100 us)": the failed links of a route.
+  std::string failed_links_on(const ConnRoute& route) const;
+
   // Traces (sim/trace_out.cc): the trace of what run_sizes ran, written to cfg.trace_path; the live
   // stream at cfg.live_path (every step as it is simulated, each collective as it ends).
   bool write_trace(std::string* error) const;
@@ -302,6 +322,16 @@ class World {
   // Declares (or, on a shared platform, finds) the route of channel c's connection a -> b.
   bool declare_conn_route(int c, int a, int b, std::string* error);
   std::vector<CounterWait> waits_;
+  std::vector<SimDegraded> degraded_;
+  std::vector<std::vector<int>> degrade_links_;  // per cfg.degrade.links: its TopoLinks
+  std::vector<double> fail_at_us_;               // by TopoLink: when it failed (-1: up)
+  std::vector<double> straggle_;                 // by rank (empty: no straggler)
+  bool aborted_ = false;
+  double abort_us_ = 0;  // when (simulated)
+  std::string abort_reason_;
+  std::vector<WaitSite> aborted_waits_;
+  bool link_down(int topo_link) const;
+  bool setup_degradation(std::string* error);
   std::vector<double> link_bytes_;  // by TopoLink
   std::vector<StepRecord> events_;
   // payload buffers per rank
@@ -324,6 +354,7 @@ class World {
     int root = -1;
     int reports = 0;  // run_rank_op: ranks that finished it
     int space = 0;    // run_rank_op: the communicator
+    bool failed = false;  // a failed link aborted it (--fail): no bandwidth
   };
   std::vector<OpRecord> op_records_;
   trace::Op trace_op(const OpRecord& o) const;

@@ -37,6 +37,9 @@ constexpr Color kCursor = rgba(255, 255, 255);
 constexpr Color kStuckWaiting = rgba(235, 70, 200);
 constexpr Color kStuckCulprit = rgba(255, 150, 30);
 constexpr Color kStuckArrow = rgba(255, 110, 215);
+// A degraded link (cclab sim --degrade): dashed over the link; a failed one (--fail).
+constexpr Color kDegraded = rgba(255, 200, 40);
+constexpr Color kFailed = rgba(255, 45, 70);
 
 // Utilisation -> colour (see the ramp above); NaN or negative is idle.
 Color utilization_color(double u);

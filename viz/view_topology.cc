@@ -90,6 +90,20 @@ void legend(VizState* s, int links_busy, int chunks) {
     swatch(kStuckCulprit, "waited for / left / dead");
     swatch(kStuckArrow, "waits for (data/credits)");
   }
+  bool degraded = false, failed = false;
+  for (const trace::Link& l : t.links) {
+    degraded |= l.degraded_at_us >= 0 && l.degraded > 0;
+    failed |= l.degraded_at_us >= 0 && l.degraded <= 0;
+  }
+  if (degraded || failed) {
+    ImGui::Spacing();
+    ImGui::TextUnformatted("Degraded fabric");
+    ImGui::SameLine();
+    help_marker("Links of a degraded fabric (cclab sim --degrade / --fail): dashed, labelled with the bandwidth "
+                "factor and the simulated time it applies from; dim before that time.");
+    if (degraded) swatch(kDegraded, "degraded (x factor)");
+    if (failed) swatch(kFailed, "failed");
+  }
   ImGui::Spacing();
   ImGui::Separator();
   ImGui::TextDisabled("%d link directions busy", links_busy);
@@ -177,6 +191,32 @@ void draw_topology_view(VizState* s) {
     }
   }
 
+  // Degraded and failed links (trace::Link::degraded): dashed, with their factor at the middle (drawn
+  // over the chunks, below); dim until the playback reaches the time they degrade.
+  struct DegradedLabel {
+    V2 mid;
+    Color c;
+    std::string text;
+  };
+  std::vector<DegradedLabel> degraded_labels;
+  for (const Drawn& d : lines) {
+    const trace::Link& link = t.links[d.link];
+    if (link.degraded_at_us < 0) continue;
+    const bool active = now >= link.degraded_at_us;
+    const Color c = dim(link.degraded <= 0 ? kFailed : kDegraded, active ? 1.0f : 0.45f);
+    const V2 a = d.seg.a, b = d.seg.b;
+    const float len = std::sqrt((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y));
+    for (float x = 0; x < len; x += 9) {
+      const float x1 = std::min(len, x + 5);
+      dl->AddLine(iv(a + (b - a) * (x / len)), iv(a + (b - a) * (x1 / len)), c, d.th + 2);
+    }
+    // One label per cable: on the direction whose reverse comes later (or has none).
+    if (link.reverse >= 0 && link.reverse < d.link && t.links[link.reverse].degraded_at_us >= 0) continue;
+    const std::string label = link.degraded <= 0 ? printf_str("FAILED @%gus", link.degraded_at_us)
+                                                 : printf_str("x%.2g @%gus", link.degraded, link.degraded_at_us);
+    degraded_labels.push_back({(a + b) * 0.5f, c, label});
+  }
+
   // Chunks in flight.
   int chunks = 0;
   for (int ev : s->in_flight) {
@@ -191,6 +231,13 @@ void draw_topology_view(VizState* s) {
     dl->AddRectFilled(ImVec2(p.x - 3, p.y - 3), ImVec2(p.x + 3, p.y + 3), c);
     s->drawn.chunks.push_back({ev, p, c});
     ++chunks;
+  }
+
+  for (const DegradedLabel& g : degraded_labels) {
+    const ImVec2 sz = ImGui::CalcTextSize(g.text.c_str());
+    dl->AddRectFilled(ImVec2(g.mid.x - sz.x / 2 - 3, g.mid.y - sz.y / 2 - 1),
+                      ImVec2(g.mid.x + sz.x / 2 + 3, g.mid.y + sz.y / 2 + 1), rgba(0, 0, 0, 220), 3);
+    text_centered(dl, iv(g.mid), g.c, g.text.c_str());
   }
 
   // Nodes.
@@ -324,6 +371,11 @@ void draw_topology_view(VizState* s) {
     ImGui::BeginTooltip();
     ImGui::Text("%s", link_name(t, hover_link).c_str());
     ImGui::TextDisabled("%s, capacity %.1f GB/s, latency %.2f us", l.kind.c_str(), l.gbs, l.latency_us);
+    if (l.degraded_at_us >= 0 && l.degraded <= 0)
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kFailed), "failed from %.3g us (--fail)", l.degraded_at_us);
+    else if (l.degraded_at_us >= 0)
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(kDegraded), "degraded to x%.3g from %.3g us (--degrade)",
+                         l.degraded, l.degraded_at_us);
     ImGui::Text("now %.2f GB/s (%.0f%%)", gbs, 100 * utilization(gbs, l.gbs));
     if (hover_link < static_cast<int>(s->load_index.total_gb().size()))
       ImGui::TextDisabled("total %.3f GB, peak %.2f GB/s", s->load_index.total_gb()[hover_link],

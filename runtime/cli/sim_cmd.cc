@@ -124,6 +124,10 @@ constexpr FlagSpec kFlags[] = {
     {nullptr, "--nics-per-node", "--nics-per-node", 1, true},
     {nullptr, "--link-latency", "--link-latency", 1, true},
     {nullptr, "--oversubscription", "--oversubscription", 1, true},
+    {nullptr, "--degrade", "--degrade", 1, true},
+    {nullptr, "--fail", "--fail", 1, true},
+    {nullptr, "--straggler", "--straggler", 1, true},
+    {nullptr, "--jitter", "--jitter", 1, true},
     {nullptr, "--csv", "--csv", 1, false},
     {nullptr, "--json", "--json", 1, false},
     {nullptr, "--events", "--events", 1, false},
@@ -204,7 +208,12 @@ bool collect(const std::vector<std::string>& args, bool in_compare, Collected* o
         vals.push_back(args[++i]);
       }
     }
-    out->values[f->label] = vals;
+    // --degrade, --fail and --straggler add up (a degraded fabric has several faults); others: the last wins.
+    const std::string label = f->label;
+    if (label == "--degrade" || label == "--fail" || label == "--straggler")
+      out->values[label].insert(out->values[label].end(), vals.begin(), vals.end());
+    else
+      out->values[label] = vals;
   }
   return true;
 }
@@ -498,6 +507,23 @@ bool build_run(const Collected& c, const SimEnv& env, CollKind coll, P2pPattern 
       cfg.what_if.oversubscription = x;
       cfg.fabric.oversubscription = x;
     }
+
+    // Degraded fabric (sim/degrade.h): names are checked against the model before the run (sim_main).
+    using Parser = bool (*)(const std::string&, sim::Degradation*, std::string*);
+    const std::pair<const char*, Parser> degrade_flags[] = {
+        {"--degrade", sim::parse_degrade}, {"--fail", sim::parse_fail}, {"--straggler", sim::parse_straggler},
+        {"--jitter", sim::parse_jitter}};
+    cfg.degrade = sim::Degradation{};
+    for (const auto& df : degrade_flags) {
+      if (!c.has(df.first)) continue;
+      for (const std::string& v : c.values.at(df.first))
+        if (!df.second(v, &cfg.degrade, error)) return false;
+    }
+    if (cfg.level == SimLevel::kFlow && cfg.degrade.needs_step()) {
+      *error = "--level flow: a failed link, a change after time 0 (LINK=FACTOR@TIME) or --jitter needs the step "
+               "level (the flow level replays the run at rates fixed at its start); use --level step or auto";
+      return false;
+    }
   } catch (const std::invalid_argument& e) {
     *error = e.what();
     return false;
@@ -571,6 +597,32 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
   w["link_latency_us"] = cfg.what_if.link_latency_us;
   w["oversubscription"] = cfg.what_if.oversubscription;
   j["what_if"] = w;
+  nlohmann::ordered_json dj;
+  nlohmann::ordered_json dl = nlohmann::ordered_json::array();
+  for (const sim::LinkChange& c : cfg.degrade.links)
+    dl.push_back({{"target", c.target}, {"factor", c.factor}, {"at_us", c.at_us}, {"fail", c.fail}});
+  dj["links"] = dl;
+  nlohmann::ordered_json ds = nlohmann::ordered_json::object();
+  for (const auto& st : cfg.degrade.stragglers) ds[std::to_string(st.first)] = st.second;
+  dj["stragglers"] = ds;
+  nlohmann::ordered_json df = nlohmann::ordered_json::object();
+  for (const auto& st : cfg.degrade.straggler_from_us) df[std::to_string(st.first)] = st.second;
+  dj["straggler_from_us"] = df;
+  dj["jitter_pct"] = cfg.degrade.jitter_pct;
+  dj["jitter_seed"] = cfg.degrade.jitter_seed;
+  dj["jitter_from_us"] = cfg.degrade.jitter_from_us;
+  nlohmann::ordered_json carried = nlohmann::ordered_json::array();
+  for (const sim::SimDegraded& d : r.degraded) {
+    nlohmann::ordered_json e;
+    e["label"] = d.label;
+    e["links"] = d.links;
+    nlohmann::ordered_json cs = nlohmann::ordered_json::array();
+    for (const auto& k : d.carriers) cs.push_back({{"kind", k.kind}, {"from", k.from}, {"to", k.to}, {"channels", k.channels}});
+    e["carriers"] = cs;
+    carried.push_back(e);
+  }
+  dj["elements"] = carried;
+  j["degrade"] = dj;
   const sim::Calibration& cal = cfg.calibration;
   nlohmann::ordered_json cj;
   cj["launch_us"] = cal.launch_us;
@@ -778,6 +830,14 @@ std::string sim_usage() {
          "  --nics-per-node N        keep the first N NICs of every machine\n"
          "  --link-latency US        every link's latency, microseconds\n"
          "  --oversubscription X     fabric leaf down/up bandwidth ratio\n"
+         "Degraded fabric (the runtime's channels and tuner stay the healthy machine's; the report\n"
+         "compares with the healthy run and names the ring/tree channels crossing each element):\n"
+         "  --degrade LINK=F[@T]     LINK's bandwidth x F from simulated time T (us, ms, s; default 0);\n"
+         "                           LINK: A->B, A-B (both ways) or a node (a NIC: all its links), as\n"
+         "                           `cclab topo` names them; repeatable\n"
+         "  --fail LINK[@T]          LINK down from T: the collective fails naming the stuck waits (exit 3)\n"
+         "  --straggler RANK=F[@T],...  that rank's data loops run F times slower (from T)\n"
+         "  --jitter PCT[,seed=N][,from=T]  each transfer up to PCT% of its route latency later, per seed\n"
          "Output:\n"
          "  --csv FILE, --json FILE  every row with every field (\"-\" = stdout)\n"
          "  --events FILE            every simulated step, one per line\n"
@@ -929,6 +989,7 @@ std::string format_sim_banner(const SimRun& run, const SimResult& r) {
   out += "\n";
   const std::string wi = what_if_text(cfg.what_if);
   if (!wi.empty()) out += "# what-if: " + wi + "\n";
+  if (cfg.degrade.any()) out += "# degraded: " + cfg.degrade.describe() + "\n";
   switch (cfg.level) {
     case SimLevel::kAuto:
       out += printf_string("# Using level auto (step while a size takes at most %llu slices, else flow)\n",
@@ -995,6 +1056,65 @@ std::string format_sim_footer(const SimResult& r) {
   return out;
 }
 
+std::string format_sim_carriers(const sim::SimDegraded& d) {
+  if (d.links.empty()) return "";
+  if (d.carriers.empty()) return ": no connection of the collective crosses it";
+  if (d.carriers[0].kind == "p2p") {  // a point-to-point collective's sends
+    std::string out = printf_string(": carried by %zu send%s: ", d.carriers.size(), d.carriers.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < d.carriers.size() && i < 6; ++i)
+      out += printf_string("%srank %d -> %d", i ? ", " : "", d.carriers[i].from, d.carriers[i].to);
+    return out + (d.carriers.size() > 6 ? ", ..." : "");
+  }
+  std::string out = ": carried by ";
+  const size_t kShown = 4;
+  for (size_t i = 0; i < d.carriers.size() && i < kShown; ++i) {
+    const auto& k = d.carriers[i];
+    std::vector<std::string> ch;  // runs of three or more as "a-b"
+    for (size_t j = 0; j < k.channels.size();) {
+      size_t e = j;
+      while (e + 1 < k.channels.size() && k.channels[e + 1] == k.channels[e] + 1) ++e;
+      if (e >= j + 2) {
+        ch.push_back(std::to_string(k.channels[j]) + "-" + std::to_string(k.channels[e]));
+        j = e + 1;
+      } else {
+        ch.push_back(std::to_string(k.channels[j++]));
+      }
+    }
+    out += printf_string("%s%s channel%s %s (rank %d -> %d)", i ? "; " : "", k.kind.c_str(),
+                         k.channels.size() == 1 ? "" : "s", join(ch, ", ").c_str(), k.from, k.to);
+  }
+  if (d.carriers.size() > kShown) out += printf_string("; and %zu more edges", d.carriers.size() - kShown);
+  return out;
+}
+
+std::string format_sim_degraded(const SimResult& r, const SimResult* healthy, const std::string& label) {
+  if (r.degraded.empty()) return "";
+  std::string out = healthy != nullptr ? "#\n# " + label + "Degraded fabric, against the same run on the healthy fabric:\n"
+                                       : "#\n# " + label + "Degraded fabric:\n";
+  const SimSizeResult* last = r.sizes.empty() ? nullptr : &r.sizes.back();
+  const SimSizeResult* hlast = nullptr;
+  if (healthy != nullptr && last != nullptr)
+    for (const auto& s : healthy->sizes)
+      if (s.bytes == last->bytes) hlast = &s;
+  for (const sim::SimDegraded& d : r.degraded) {
+    out += "#   " + d.label + format_sim_carriers(d);
+    if (hlast != nullptr && hlast->busbw > 0)
+      out += printf_string(": busbw %.1f -> %.1f GB/s (%+.0f%%)", hlast->busbw, last->busbw,
+                           (last->busbw / hlast->busbw - 1) * 100);
+    out += "\n";
+  }
+  if (healthy == nullptr) return out;
+  out += printf_string("# %10s  %13s  %14s  %8s  %12s  %12s\n", "size", "healthy busbw", "degraded busbw", "change",
+                       "healthy (us)", "degraded (us)");
+  for (const auto& s : r.sizes)
+    for (const auto& h : healthy->sizes) {
+      if (h.bytes != s.bytes) continue;
+      out += printf_string("# %10zu  %13.2f  %14.2f  %+7.1f%%  %12.2f  %12.2f\n", s.bytes, h.busbw, s.busbw,
+                           h.busbw > 0 ? (s.busbw / h.busbw - 1) * 100 : 0.0, h.time_us, s.time_us);
+    }
+  return out;
+}
+
 std::string format_sim_report(const SimRun& run, const SimResult& r) {
   return format_sim_banner(run, r) + format_sim_table(run.config, r) + format_sim_footer(r);
 }
@@ -1015,8 +1135,17 @@ std::string format_sim_links(const SimConfig& cfg, const SimResult& r, int n) {
     const std::string avg = run_us > 0 ? format_number(l.bytes / 1e3 / run_us, 10) : std::string("N/A");
     const std::string busy = l.busy_us > 0 ? format_number(l.bytes / 1e3 / l.busy_us, 10) : std::string("N/A");
     const std::string pct = run_us > 0 && l.busy_us > 0 ? format_number(100.0 * l.busy_us / run_us, 6) : "N/A";
-    out += printf_string("  %-30s  %12.6f  %10s  %10s  %6s\n", l.name.c_str(), gb,
-                         avg.c_str(), busy.c_str(), pct.c_str());
+    // A degraded link (--degrade/--fail): the change, after the columns. The first elements of
+    // SimResult::degraded are cfg.degrade.links', in order.
+    std::string note;
+    for (size_t k = 0; k < cfg.degrade.links.size() && k < r.degraded.size(); ++k) {
+      const std::vector<int>& ls = r.degraded[k].links;
+      if (std::find(ls.begin(), ls.end(), l.link) == ls.end()) continue;
+      const sim::LinkChange& c = cfg.degrade.links[k];
+      note += printf_string(c.fail ? "  failed at %g us" : "  x%g from %g us", c.fail ? c.at_us : c.factor, c.at_us);
+    }
+    out += printf_string("  %-30s  %12.6f  %10s  %10s  %6s%s\n", l.name.c_str(), gb,
+                         avg.c_str(), busy.c_str(), pct.c_str(), note.c_str());
   }
   return out;
 }
@@ -1039,7 +1168,18 @@ std::string format_sim_csv(const SimConfig& cfg, const SimResult& r, const std::
   return out;
 }
 
-std::string format_sim_json(const SimRun& run, const SimResult& r) { return json_of(run, r).dump(2) + "\n"; }
+std::string format_sim_json(const SimRun& run, const SimResult& r, const SimResult* healthy) {
+  nlohmann::ordered_json j = json_of(run, r);
+  if (healthy != nullptr) {  // the same run on the healthy fabric, per size
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& s : healthy->sizes)
+      rows.push_back({{"bytes", s.bytes}, {"time_us", s.time_us}, {"algbw", s.algbw}, {"busbw", s.busbw},
+                      {"algo", algo_label(s)}, {"proto", proto_name(s.proto)}, {"nchannels", s.nchannels},
+                      {"level", sim_level_label(s.level)}});
+    j["degrade"]["healthy_rows"] = rows;
+  }
+  return j.dump(2) + "\n";
+}
 
 std::string format_sim_compare_json(const SimCmdOptions& o, const SimResult& a, const SimResult& b) {
   nlohmann::ordered_json j;
@@ -1065,7 +1205,8 @@ std::string format_sim_compare(const SimCmdOptions& o, const SimResult& a, const
                     (ra.config.payload || rb.config.payload ? "payload checked" : "timing only") + "\n";
   for (int k = 0; k < 2; ++k) {
     const SimRun& r = *runs[k];
-    const std::string wi = what_if_text(r.config.what_if);
+    std::string wi = what_if_text(r.config.what_if);
+    if (r.config.degrade.any()) wi += (wi.empty() ? "" : ", ") + std::string("degraded: ") + r.config.degrade.describe();
     out += printf_string("# %s: %-28s -> %s (%s, %s), level %s%s%s\n", k == 0 ? "A" : "B",
                          ("\"" + o.compare_flags[k] + "\"").c_str(), r.topo_label.c_str(),
                          plural(res[k]->nranks, "GPU").c_str(), plural(res[k]->machines, "machine").c_str(),

@@ -117,6 +117,16 @@ std::string format_sim_report(const SimRun& run, const sim::SimResult& result);
 // sum of every size's (iters + warmup) x time), GB/s while busy.
 std::string format_sim_links(const sim::SimConfig& config, const sim::SimResult& result, int n);
 
+// Degraded fabric (--degrade/--fail/--straggler/--jitter): a line per degraded element naming the ring and
+// tree channels whose connections cross it ("m0.nic3 at 50% from 0 us: carried by ring channels 0, 8 (rank
+// 7 -> 8)"); with `healthy` (the same run without degradation) each line ends with the largest size's
+// busbw healthy -> degraded, and a table of every size follows. "" when nothing is degraded.
+// `label` starts the heading ("B: " under a --compare table).
+std::string format_sim_degraded(const sim::SimResult& result, const sim::SimResult* healthy,
+                                const std::string& label = "");
+// ": carried by ring channels 0, 8 (rank 7 -> 8); tree channel 0 (rank 8 -> 0)" for one element.
+std::string format_sim_carriers(const sim::SimDegraded& d);
+
 // --csv: a header line, then one line per size. With `variant` non-empty (compare) a first column
 // "variant" holds it (then header = false skips the header line for the second run).
 std::string sim_csv_header(bool with_variant);
@@ -124,7 +134,10 @@ std::string format_sim_csv(const sim::SimConfig& config, const sim::SimResult& r
                            const std::string& variant = "", bool header = true);
 // --json: {collective, topo, machines, nranks, payload, ..., what_if {...}, calibration {...},
 // rows [...], links [...]} as text (indented).
-std::string format_sim_json(const SimRun& run, const sim::SimResult& result);
+// With `healthy` (a degraded run's healthy twin): degrade.healthy_rows, that run's rows
+// {bytes, time_us, algbw, busbw, algo, proto, nchannels, level}.
+std::string format_sim_json(const SimRun& run, const sim::SimResult& result,
+                            const sim::SimResult* healthy = nullptr);
 // --json with --compare: {"compare": true, "a": {"flags": "...", <as above>}, "b": {...}}.
 std::string format_sim_compare_json(const SimCmdOptions& options, const sim::SimResult& a,
                                     const sim::SimResult& b);

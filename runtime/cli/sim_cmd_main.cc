@@ -70,6 +70,19 @@ bool run_one(const sim::SimConfig& cfg, bool progress, const char* label, sim::S
   return ok;
 }
 
+// The degradation's link names and ranks, against the model the run builds: a typo is a usage error that
+// lists the closest names. A model that cannot be built is left to the simulation to report.
+bool degrade_names_ok(const sim::SimConfig& cfg, const char* label) {
+  if (!cfg.degrade.any()) return true;
+  Topology topo;
+  std::string error;
+  if (!sim::build_model(cfg, &topo, &error)) return true;
+  const int nranks = cfg.nranks > 0 ? cfg.nranks : static_cast<int>(topo.gpus().size());
+  if (sim::check_degradation(cfg.degrade, topo, nranks, &error)) return true;
+  std::fprintf(stderr, "cclab sim: %s%s\n", label, error.c_str());
+  return false;
+}
+
 }  // namespace
 
 int sim_main(const std::vector<std::string>& args) {
@@ -97,6 +110,10 @@ int sim_main(const std::vector<std::string>& args) {
     }
     if (!o.compare) break;
   }
+  if (!degrade_names_ok(o.run.config, "") ||
+      (o.compare && (!degrade_names_ok(o.compare_runs[0].config, "--compare A: ") ||
+                     !degrade_names_ok(o.compare_runs[1].config, "--compare B: "))))
+    return kSimExitUsage;
   const bool progress = o.progress && isatty(2) != 0;
   // A file written to stdout ("-") is for a pipe (jq, a CSV reader): the report goes to stderr then.
   FILE* report =
@@ -108,6 +125,8 @@ int sim_main(const std::vector<std::string>& args) {
     if (!run_one(o.compare_runs[0].config, progress, "A: ", &a)) return kSimExitFailed;
     if (!run_one(o.compare_runs[1].config, progress, "B: ", &b)) return kSimExitFailed;
     std::fputs(format_sim_compare(o, a, b).c_str(), report);
+    std::fputs(format_sim_degraded(a, nullptr, "A: ").c_str(), report);
+    std::fputs(format_sim_degraded(b, nullptr, "B: ").c_str(), report);
     if (o.links > 0) {
       std::fputs(("# A:" + format_sim_links(o.compare_runs[0].config, a, o.links)).c_str(), report);
       std::fputs(("# B:" + format_sim_links(o.compare_runs[1].config, b, o.links)).c_str(), report);
@@ -124,13 +143,26 @@ int sim_main(const std::vector<std::string>& args) {
     return sim_wrong_total(a) > 0 || sim_wrong_total(b) > 0 ? kSimExitWrong : kSimExitOk;
   }
 
+  // A degraded fabric is measured against the same run on the healthy one (no files, no trace).
+  sim::SimResult healthy;
+  const bool degraded = o.run.config.degrade.any();
+  if (degraded) {
+    sim::SimConfig h = o.run.config;
+    h.degrade = sim::Degradation{};
+    if (h.level == sim::SimLevel::kAuto && o.run.config.degrade.needs_step()) h.level = sim::SimLevel::kStep;  // alike
+    h.trace_path.clear();
+    h.live_path.clear();
+    h.record_events = false;
+    if (!run_one(h, progress, "healthy: ", &healthy)) return kSimExitFailed;
+  }
   sim::SimResult res;
   if (!run_one(o.run.config, progress, "", &res)) return kSimExitFailed;
   std::fputs(format_sim_report(o.run, res).c_str(), report);
+  if (degraded) std::fputs(format_sim_degraded(res, &healthy).c_str(), report);
   if (o.links > 0) std::fputs(format_sim_links(o.run.config, res, o.links).c_str(), report);
   std::fflush(report);
   if (!o.csv_path.empty()) files_ok &= write_output(o.csv_path, format_sim_csv(o.run.config, res), "--csv");
-  if (!o.json_path.empty()) files_ok &= write_output(o.json_path, format_sim_json(o.run, res), "--json");
+  if (!o.json_path.empty()) files_ok &= write_output(o.json_path, format_sim_json(o.run, res, degraded ? &healthy : nullptr), "--json");
   if (!o.events_path.empty()) files_ok &= write_output(o.events_path, sim::format_events(res.events), "--events");
   if (!files_ok) return kSimExitFailed;
   return sim_wrong_total(res) > 0 ? kSimExitWrong : kSimExitOk;

@@ -79,6 +79,10 @@ struct Link {
   std::string kind;          // "nvlink", "pci", "sys" (inter-socket), "net" (NIC/switch ports)
   double gbs = 0;            // capacity, GB/s
   double latency_us = 0;
+  // A degraded fabric (`cclab sim --degrade/--fail`): from degraded_at_us on, the link carries
+  // degraded x gbs (0: failed). degraded_at_us < 0: healthy (files without the fields read so).
+  double degraded = 1;
+  double degraded_at_us = -1;
 };
 
 // The links a step from rank `src` to rank `dst` crosses, in order.

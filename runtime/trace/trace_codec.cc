@@ -280,6 +280,11 @@ void decode_topo(const json& j, Trace* t) {
     get_str(x, "kind", &l.kind);
     get_double(x, "gbs", &l.gbs);
     get_double(x, "latency_us", &l.latency_us);
+    if (x.contains("degraded")) {  // optional: a degraded fabric's link (absent in healthy traces)
+      get_double(x, "degraded", &l.degraded);
+      get_double(x, "degraded_at_us", &l.degraded_at_us);
+      if (!(l.degraded >= 0) || !(l.degraded_at_us >= 0)) throw JsonError("a link's degraded factor or time is negative");
+    }
     links.push_back(std::move(l));
   }
   std::vector<Route> routes;
@@ -745,13 +750,18 @@ std::string encode_topo(const Trace& t) {
   json nodes = json::array(), links = json::array(), routes = json::array();
   for (const Node& n : t.nodes)
     nodes.push_back({{"name", n.name}, {"kind", n.kind}, {"machine", n.machine}, {"dev", n.dev}, {"rank", n.rank}});
-  for (const Link& l : t.links)
+  for (const Link& l : t.links) {
     links.push_back({{"from", l.from},
                      {"to", l.to},
                      {"reverse", l.reverse},
                      {"kind", l.kind},
                      {"gbs", jnum(l.gbs)},
                      {"latency_us", jnum(l.latency_us)}});
+    if (l.degraded_at_us >= 0) {
+      links.back()["degraded"] = jnum(l.degraded);
+      links.back()["degraded_at_us"] = jnum(l.degraded_at_us);
+    }
+  }
   for (const Route& r : t.routes) routes.push_back(json::array({r.src, r.dst, r.links}));
   json j = {{"nodes", std::move(nodes)}, {"links", std::move(links)}, {"routes", std::move(routes)}};
   return dump(j);

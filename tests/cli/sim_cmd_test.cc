@@ -811,6 +811,56 @@ TEST(SimReport, CompareTableAndJson) {
   EXPECT_EQ(j["b"]["rows"].size(), 2u);
 }
 
+TEST(SimReport, DegradedFabric) {
+  SimCmdParse p = parse({"all_reduce", "--degrade", "m0.nic3=0.5", "--degrade=m0.gpu1-m0.nvs0=0.25@2ms", "--fail",
+                         "m1.nic0@100us", "--straggler", "3=2", "--jitter", "10,seed=4"});
+  ASSERT_TRUE(p.ok) << p.message;
+  const sim::Degradation& d = p.options.run.config.degrade;
+  ASSERT_EQ(d.links.size(), 3u);  // --degrade adds up
+  EXPECT_EQ(d.links[1].target, "m0.gpu1-m0.nvs0");
+  EXPECT_DOUBLE_EQ(d.links[1].at_us, 2000);
+  EXPECT_TRUE(d.links[2].fail);
+  EXPECT_DOUBLE_EQ(d.stragglers.at(3), 2);
+  EXPECT_EQ(d.jitter_seed, 4u);
+  p = parse({"all_reduce", "--degrade", "m0.nic3=half"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_TRUE(contains(p.message, "--degrade 'm0.nic3=half': bad factor 'half'")) << p.message;
+  p = parse({"all_reduce", "--level", "flow", "--fail", "m0.nic3"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_TRUE(contains(p.message, "needs the step level")) << p.message;
+  p = parse({"all_reduce", "--compare", "", "--degrade m0.nic3=0.5@1ms"});
+  ASSERT_TRUE(p.ok) << p.message;
+  EXPECT_FALSE(p.options.compare_runs[0].config.degrade.any());
+  EXPECT_EQ(p.options.compare_runs[1].config.degrade.links.size(), 1u);
+
+  // The report: a line per element with its carriers and the largest size's busbw, then every size.
+  SimResult healthy = fake_result(false), slow = fake_result(false);
+  for (auto& s : slow.sizes) s.busbw *= 0.5, s.time_us *= 2;
+  sim::SimDegraded e;
+  e.label = "m0.nic3 at 50% from 0 us";
+  e.links = {7, 8};
+  e.carriers.push_back({"ring", 3, 4, {3, 11}});
+  e.carriers.push_back({"tree", 4, 3, {3}});
+  e.carriers.push_back({"tree", 3, 4, {0, 1, 2, 3, 5, 7, 8}});
+  slow.degraded.push_back(e);
+  sim::SimDegraded unused;
+  unused.label = "m0.nic5 at 10% from 0 us";
+  unused.links = {9};
+  slow.degraded.push_back(unused);
+  const std::string out = format_sim_degraded(slow, &healthy);
+  const SimSizeResult& last = healthy.sizes.back();
+  char busbw[96], size[32];
+  snprintf(busbw, sizeof busbw, "%.1f -> %.1f GB/s (-50%%)", last.busbw, last.busbw * 0.5);
+  snprintf(size, sizeof size, "# %10zu", last.bytes);
+  EXPECT_TRUE(contains(out, "#   m0.nic3 at 50% from 0 us: carried by ring channels 3, 11 (rank 3 -> 4); tree channel 3 "
+                            "(rank 4 -> 3); tree channels 0-3, 5, 7, 8 (rank 3 -> 4): busbw " + std::string(busbw)))
+      << out;
+  EXPECT_TRUE(contains(out, "#   m0.nic5 at 10% from 0 us: no connection of the collective crosses it")) << out;
+  EXPECT_TRUE(contains(out, size)) << out;
+  EXPECT_TRUE(contains(out, "-50.0%")) << out;
+  EXPECT_TRUE(format_sim_degraded(healthy, &healthy).empty());
+}
+
 #ifdef CCLAB_CLI_PATH
 // ---- the executable on the simulator ------------------------------------------------------------------
 std::string temp_path(const std::string& stem) { return cli_test::temp_path("cclab_sim_cmd", stem); }
@@ -1010,6 +1060,69 @@ TEST(SimCli, SimulationFailureExits3) {
   const RunResult r = run("sim all_reduce --topo dgx-h100 --ranks 64");
   EXPECT_EQ(r.status, 3) << r.out << r.err;
   EXPECT_TRUE(contains(r.err, "cclab sim: ")) << r.err;
+}
+// Two machines with one NIC each: halving m0's NIC halves the ring; the same flags print the same report;
+// a bad name is a usage error listing the closest names; a failed link exits 3 naming the stuck waits.
+TEST(SimCli, DegradedFabric) {
+  const std::string flags = "sim all_reduce --topo dgx-h100:2 --nics-per-node 1 -b 64M --algo ring --proto simple";
+  RunResult r = run(flags + " --degrade m0.nic0=0.5 --links 100");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  int marked = 0;  // --links marks the degraded links, and only those
+  for (const std::string& l : lines_of(r.out))
+    if (contains(l, "x0.5 from 0 us") && !contains(l, "#")) {
+      EXPECT_TRUE(contains(l, "m0.nic0")) << l;
+      ++marked;
+    }
+  EXPECT_EQ(marked, 4) << r.out;
+  EXPECT_TRUE(contains(r.out, "# degraded: m0.nic0 x0.5 from 0 us")) << r.out;
+  EXPECT_TRUE(contains(r.out, "#   m0.nic0 at 50% from 0 us: carried by ring channel")) << r.out;
+  const size_t at = r.out.find("GB/s (-");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const int drop = std::atoi(r.out.c_str() + at + 7);
+  EXPECT_GE(drop, 40) << r.out;
+  EXPECT_LE(drop, 55) << r.out;
+  const auto without_wall = [](const std::string& s) {
+    std::string o;
+    for (const std::string& l : lines_of(s))
+      if (!contains(l, "Simulated in")) o += l + "\n";
+    return o;
+  };
+  const RunResult again = run(flags + " --degrade m0.nic0=0.5 --links 100");
+  EXPECT_EQ(without_wall(again.out), without_wall(r.out));
+
+  // --json: the degradation, its elements and the healthy twin's rows.
+  const std::string json = temp_path("degraded.json");
+  r = run(flags + " --degrade m0.nic0=0.5 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream jf(json);
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j["degrade"]["links"][0]["target"], "m0.nic0");
+  EXPECT_EQ(j["degrade"]["links"][0]["factor"], 0.5);
+  EXPECT_FALSE(j["degrade"]["elements"][0]["carriers"].empty());
+  ASSERT_EQ(j["degrade"]["healthy_rows"].size(), 1u);
+  const double hb = j["degrade"]["healthy_rows"][0]["busbw"], db = j["rows"][0]["busbw"];
+  EXPECT_GT(db / hb, 0.45);
+  EXPECT_LT(db / hb, 0.6);
+
+  r = run(flags + " --degrade m0.nic9=0.5");
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "no link or node named 'm0.nic9'")) << r.err;
+  EXPECT_TRUE(contains(r.err, "closest: m0.nic0")) << r.err;
+
+  r = run(flags + " --fail m1.nic0@30us");
+  EXPECT_EQ(r.status, 3) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "m1.nic0")) << r.err;
+  EXPECT_TRUE(contains(r.err, "waiting for data from rank")) << r.err;
+
+  r = run(flags + " --compare \"\" \"--degrade m0.nic0=0.5\"");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out, "degraded: m0.nic0 x0.5 from 0 us")) << r.out;
+  EXPECT_TRUE(contains(r.out, "#\n# B: Degraded fabric:\n#   m0.nic0 at 50% from 0 us: carried by")) << r.out;
+  const auto rows = table_rows(r.out);
+  ASSERT_FALSE(rows.empty()) << r.out;
+  const double ratio = std::atof(rows[0][9].c_str());
+  EXPECT_GT(ratio, 0.45) << r.out;
+  EXPECT_LT(ratio, 0.6) << r.out;
 }
 #endif  // CCLAB_CLI_PATH
 

@@ -102,7 +102,11 @@ Trace small_header(int nranks = 4) {
   nl.kind = "net";
   nl.gbs = 50;
   nl.latency_us = 1.0 / 3.0;
+  nl.degraded = 0.5;  // cclab sim --degrade: half its bandwidth from 100 us
+  nl.degraded_at_us = 100;
   t.links.push_back(nl);
+  t.links[1].degraded = 0;  // --fail from 0
+  t.links[1].degraded_at_us = 0;
   for (int a = 0; a < nranks; ++a)
     for (int d : {1, nranks - 1}) {
       const int b = (a + d) % nranks;
@@ -247,6 +251,8 @@ void expect_same_trace(const Trace& a, const Trace& b) {
     EXPECT_EQ(a.links[i].kind, b.links[i].kind);
     expect_same_double(a.links[i].gbs, b.links[i].gbs, "gbs");
     expect_same_double(a.links[i].latency_us, b.links[i].latency_us, "latency_us");
+    expect_same_double(a.links[i].degraded, b.links[i].degraded, "degraded");
+    expect_same_double(a.links[i].degraded_at_us, b.links[i].degraded_at_us, "degraded_at_us");
   }
   ASSERT_EQ(a.routes.size(), b.routes.size());
   for (size_t i = 0; i < a.routes.size(); ++i) {

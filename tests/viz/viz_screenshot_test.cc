@@ -161,6 +161,36 @@ TEST(Screenshot, SaturatedAndIdleLinks) {
   EXPECT_GE(count_near(s.img, rx, ry, kIdle, 1), 3);
 }
 
+// A degraded fabric (cclab sim --degrade/--fail: trace::Link::degraded): the degraded link is drawn dashed
+// in the degraded colour; the failed one in the failed colour, dim before its time.
+TEST(Screenshot, DegradedAndFailedLinks) {
+  trace::Trace t = viz_test::small_trace();
+  t.links[viz_test::kIdleLink].degraded = 0.5;
+  t.links[viz_test::kIdleLink].degraded_at_us = 10;
+  t.links[3].degraded = 0;
+  t.links[3].degraded_at_us = 50;
+  const std::string tr = write_synthetic(t, "degraded.cctrace");
+  // Pixels of colour c along a link's drawn segment.
+  const auto along = [](const Shot& s, int link, Color c) {
+    const json* l = find_link(s.layout, link);
+    if (l == nullptr) return -1;
+    int n = 0;
+    for (int i = 1; i < 40; ++i) {
+      const float f = i / 40.0f;
+      n += count_near(s.img, (*l)["p0"][0].get<float>() * (1 - f) + (*l)["p1"][0].get<float>() * f,
+                      (*l)["p0"][1].get<float>() * (1 - f) + (*l)["p1"][1].get<float>() * f, c, 1);
+    }
+    return n;
+  };
+  const Shot before = shoot(tr, {"--at", "40"}), after = shoot(tr, {"--at", "60"});
+  EXPECT_GE(along(before, viz_test::kIdleLink, kDegraded), 20);
+  EXPECT_EQ(along(before, 3, kFailed), 0) << "dim before its time";
+  EXPECT_GE(along(before, 3, dim(kFailed, 0.45f)), 20);
+  EXPECT_GE(along(after, 3, kFailed), 20);
+  EXPECT_EQ(along(after, viz_test::kBusyLink, kDegraded), 0) << "a healthy link is not dashed";
+  EXPECT_EQ(along(after, viz_test::kBusyLink, kFailed), 0);
+}
+
 TEST(Screenshot, LinkNotRedOutsideItsBusyInterval) {
   const std::string tr = write_synthetic(viz_test::small_trace(), "small2.cctrace");
   for (const char* at : {"10", "75"}) {
