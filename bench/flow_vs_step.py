@@ -52,7 +52,10 @@ def main():
         step = run(a.cclab, coll, topo, algo, 'step', a.b, a.e)
         flow = run(a.cclab, coll, topo, algo, 'flow', a.b, a.e)
         for s, f in zip(step, flow):
-            d = float(f['busbw']) / float(s['busbw']) - 1
+            sb, fb = float(s['busbw']), float(f['busbw'])
+            if sb == 0 and fb == 0:  # one rank (pcie-1gpu:1): nothing crosses a link at either level
+                continue
+            d = fb / sb - 1 if sb > 0 else float('inf')
             points.append((abs(d), topo, coll, algo, int(s['bytes']), s['proto'], s['nchannels'],
                            float(s['busbw']), float(f['busbw']), d))
     loose = {}

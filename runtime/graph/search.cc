@@ -1020,6 +1020,12 @@ bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why,
   for (int g : gpus) cc_min = std::min(cc_min, topo.nodes[g].sm);
   if (cc_min < 90) return fail("NVLS needs sm90 or later (NVLink SHARP), the GPUs are sm" + std::to_string(cc_min));
   if (topo.nodes_of(TopoNodeType::kNvs, 0).empty()) return fail("NVLS needs an NVSwitch, the machine has none");
+  // NCCL runs min(32, GPUs) heads, every GPU in each head's multicast group; cclab's schedule
+  // (kernels/nvls.h) has one head per rank, so it runs NVLS on up to 32 GPUs only.
+  if (ngpus > 32) {
+    return fail("NCCL would run NVLS with 32 heads over the " + std::to_string(ngpus) +
+                " GPUs; cclab's NVLS schedule has one head per GPU (at most 32): not implemented");
+  }
   // Bandwidth between each GPU and the switch, each direction (NCCL merges the NVSwitches into one NVS
   // node: the GPU's NVLinks to all of them), and the GPU's total link bandwidth (system->totalBw).
   double cap = 0, total = 0;
@@ -1044,8 +1050,11 @@ bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why,
   const double total_bw = total * ngpus / (ngpus - 1.0);  // a pattern other than the ring
   int i = 0;
   while (i < nspeeds - 1 && (speeds[i] > cap || speeds[i] * nch > total_bw)) ++i;
-  while (i < nspeeds && (ngpus + 1) * static_cast<double>(speeds[i]) > cap + 1e-6) ++i;
-  if (i >= nspeeds) return fail("the NVLinks to the NVSwitch are too slow for an NVLS channel per GPU");
+  // ncclTopoSearchTryNvls: every channel pulls from every GPU through the switch (speed on each GPU's
+  // link, each way) and its head's link carries it twice, so a head GPU's link takes (nch + 1) x speed.
+  // With more GPUs than NCCL_MAX_NVLS_ARITY (a 72-GPU NVLink domain) that is 33 x speed, not 73.
+  while (i < nspeeds && (nch + 1) * static_cast<double>(speeds[i]) > cap + 1e-6) ++i;
+  if (i >= nspeeds) return fail("the NVLinks to the NVSwitch are too slow for an NVLS channel per head GPU");
   graph->nchannels = nch;
   graph->bw_intra = graph->bw_inter = speeds[i];
   // ncclTopoCompute's second pass raises an NVLS graph's bwInter one speed at a time while it stays

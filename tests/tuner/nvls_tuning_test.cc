@@ -144,7 +144,7 @@ TEST(NvlsTuner, ChoicesOnDgxH100) {
   EXPECT_NEAR(m.model.choose(AR, 2 * MiB).time_us, 25.0 + 2097152.0 / 272000.0, 1e-9);
   for (CollKind coll : {AG, RS}) EXPECT_EQ(m.model.choose(coll, GiB).algo, AlgoKind::kRing);
   // A call NVLS cannot reduce (a product, int8, ...) goes to Ring: choose(..., nvls_ok = false).
-  EXPECT_EQ(choice_str(m.model.choose(AR, GiB, 1, false)), "Ring/Simple");
+  EXPECT_EQ(choice_str(m.model.choose(AR, GiB, 1, true, false)), "Ring/Simple");
   // NCCL_ALGO=NVLS forces it where it applies.
   m.in.enable = AlgoProtoEnable();
   std::string why;
@@ -153,7 +153,7 @@ TEST(NvlsTuner, ChoicesOnDgxH100) {
   ASSERT_TRUE(m.model.init(m.in, &err)) << err;
   EXPECT_EQ(choice_str(m.model.choose(AG, 1024)), "NVLS/Simple");
   EXPECT_EQ(choice_str(m.model.choose(BC, 1024)), "none");
-  EXPECT_EQ(choice_str(m.model.choose(AR, 1024, 1, false)), "none");
+  EXPECT_EQ(choice_str(m.model.choose(AR, 1024, 1, true, false)), "none");
 }
 
 TEST(NvlsTuner, EnablingRules) {
