@@ -8,9 +8,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "base/log.h"
 #include "base/param.h"
@@ -23,6 +25,14 @@ namespace testing_env {
 class ScopedEnv {
  public:
   ScopedEnv() { reset(); }
+  // ScopedEnv env{{"NCCL_ALGO", "ring"}, {"CCLAB_TIMEOUT", "20"}}: those set for the object's lifetime.
+  ScopedEnv(std::initializer_list<std::pair<const char*, std::string>> vars) {
+    for (const auto& v : vars) {
+      remember(v.first);
+      setenv(v.first, v.second.c_str(), 1);
+    }
+    reset();
+  }
   ~ScopedEnv() {
     for (const auto& kv : saved_) {
       if (kv.second.first) {

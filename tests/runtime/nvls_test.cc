@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/param.h"
+#include "../base/test_env.h"
 #include "comm_fixture.h"
 #include "kernels/dtypes.h"
 #include "kernels/reduce_ops.h"
@@ -25,20 +26,8 @@ using cclab_test::run_ranks;
 
 namespace {
 
-struct Env {
-  std::vector<std::string> names;
-  Env(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto& v : vars) {
-      setenv(v.first, v.second, 1);
-      names.push_back(v.first);
-    }
-    cclab::reset_params_for_testing();
-  }
-  ~Env() {
-    for (auto& n : names) unsetenv(n.c_str());
-    cclab::reset_params_for_testing();
-  }
-};
+// Variables set for the object's lifetime, restored after (tests/base/test_env.h).
+using Env = cclab::testing_env::ScopedEnv;
 
 // One element of type T from a small integer (exact in every type NVLS reduces).
 template <typename T>

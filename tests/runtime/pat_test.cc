@@ -18,13 +18,8 @@ using cclab_test::run_ranks;
 
 namespace {
 
-// Sets the variables for the object's lifetime (tests/base/test_env.h's ScopedEnv, restored after).
-struct Env {
-  cclab::testing_env::ScopedEnv env;
-  Env(std::initializer_list<std::pair<const char*, const char*>> vars) {
-    for (auto& v : vars) env.set(v.first, v.second);
-  }
-};
+// Variables set for the object's lifetime, restored after (tests/base/test_env.h).
+using Env = cclab::testing_env::ScopedEnv;
 
 using Recorder = cclab_test::EventRecorder;
 

@@ -17,6 +17,7 @@
 #include "../graph/fake_sysfs.h"
 #include "base/param.h"
 #include "core/comm.h"
+#include "../base/test_env.h"
 #include "comm_fixture.h"
 #include "graph/topo.h"
 
@@ -25,20 +26,8 @@ using cclab_test::run_ranks;
 
 namespace {
 
-struct Env {
-  std::vector<std::string> names;
-  Env(std::initializer_list<std::pair<const char*, std::string>> vars) {
-    for (auto& v : vars) {
-      setenv(v.first, v.second.c_str(), 1);
-      names.push_back(v.first);
-    }
-    cclab::reset_params_for_testing();
-  }
-  ~Env() {
-    for (auto& n : names) unsetenv(n.c_str());
-    cclab::reset_params_for_testing();
-  }
-};
+// Variables set for the object's lifetime, restored after (tests/base/test_env.h).
+using Env = cclab::testing_env::ScopedEnv;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
