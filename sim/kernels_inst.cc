@@ -24,77 +24,29 @@ CCLAB_DECLARE(fp8e4m3)
 CCLAB_DECLARE(fp8e5m2)
 #undef CCLAB_DECLARE
 
-SimCollFn sim_coll_kernel(SimType t) {
-  switch (t) {
-    case SimType::kInt8: return sim_coll_int8;
-    case SimType::kUint8: return sim_coll_uint8;
-    case SimType::kInt32: return sim_coll_int32;
-    case SimType::kUint32: return sim_coll_uint32;
-    case SimType::kInt64: return sim_coll_int64;
-    case SimType::kUint64: return sim_coll_uint64;
-    case SimType::kFloat16: return sim_coll_float16;
-    case SimType::kFloat32: return sim_coll_float32;
-    case SimType::kFloat64: return sim_coll_float64;
-    case SimType::kBfloat16: return sim_coll_bfloat16;
-    case SimType::kFloat8e4m3: return sim_coll_fp8e4m3;
-    case SimType::kFloat8e5m2: return sim_coll_fp8e5m2;
-    default: return nullptr;
+// The kernel of one family for a datatype (nullptr for a type the simulator does not run).
+#define CCLAB_KERNEL_SWITCH(PREFIX)                          \
+  switch (t) {                                               \
+    case SimType::kInt8: return PREFIX##int8;                \
+    case SimType::kUint8: return PREFIX##uint8;              \
+    case SimType::kInt32: return PREFIX##int32;              \
+    case SimType::kUint32: return PREFIX##uint32;            \
+    case SimType::kInt64: return PREFIX##int64;              \
+    case SimType::kUint64: return PREFIX##uint64;            \
+    case SimType::kFloat16: return PREFIX##float16;          \
+    case SimType::kFloat32: return PREFIX##float32;          \
+    case SimType::kFloat64: return PREFIX##float64;          \
+    case SimType::kBfloat16: return PREFIX##bfloat16;        \
+    case SimType::kFloat8e4m3: return PREFIX##fp8e4m3;       \
+    case SimType::kFloat8e5m2: return PREFIX##fp8e5m2;       \
+    default: return nullptr;                                 \
   }
-}
 
-SimPatFn sim_pat_kernel(SimType t) {
-  switch (t) {
-    case SimType::kInt8: return sim_pat_int8;
-    case SimType::kUint8: return sim_pat_uint8;
-    case SimType::kInt32: return sim_pat_int32;
-    case SimType::kUint32: return sim_pat_uint32;
-    case SimType::kInt64: return sim_pat_int64;
-    case SimType::kUint64: return sim_pat_uint64;
-    case SimType::kFloat16: return sim_pat_float16;
-    case SimType::kFloat32: return sim_pat_float32;
-    case SimType::kFloat64: return sim_pat_float64;
-    case SimType::kBfloat16: return sim_pat_bfloat16;
-    case SimType::kFloat8e4m3: return sim_pat_fp8e4m3;
-    case SimType::kFloat8e5m2: return sim_pat_fp8e5m2;
-    default: return nullptr;
-  }
-}
-
-SimTreeFn sim_tree_kernel(SimType t) {
-  switch (t) {
-    case SimType::kInt8: return sim_tree_int8;
-    case SimType::kUint8: return sim_tree_uint8;
-    case SimType::kInt32: return sim_tree_int32;
-    case SimType::kUint32: return sim_tree_uint32;
-    case SimType::kInt64: return sim_tree_int64;
-    case SimType::kUint64: return sim_tree_uint64;
-    case SimType::kFloat16: return sim_tree_float16;
-    case SimType::kFloat32: return sim_tree_float32;
-    case SimType::kFloat64: return sim_tree_float64;
-    case SimType::kBfloat16: return sim_tree_bfloat16;
-    case SimType::kFloat8e4m3: return sim_tree_fp8e4m3;
-    case SimType::kFloat8e5m2: return sim_tree_fp8e5m2;
-    default: return nullptr;
-  }
-}
-
-SimNvlsFn sim_nvls_kernel(SimType t) {
-  switch (t) {
-    case SimType::kInt8: return sim_nvls_int8;
-    case SimType::kUint8: return sim_nvls_uint8;
-    case SimType::kInt32: return sim_nvls_int32;
-    case SimType::kUint32: return sim_nvls_uint32;
-    case SimType::kInt64: return sim_nvls_int64;
-    case SimType::kUint64: return sim_nvls_uint64;
-    case SimType::kFloat16: return sim_nvls_float16;
-    case SimType::kFloat32: return sim_nvls_float32;
-    case SimType::kFloat64: return sim_nvls_float64;
-    case SimType::kBfloat16: return sim_nvls_bfloat16;
-    case SimType::kFloat8e4m3: return sim_nvls_fp8e4m3;
-    case SimType::kFloat8e5m2: return sim_nvls_fp8e5m2;
-    default: return nullptr;
-  }
-}
+SimCollFn sim_coll_kernel(SimType t) { CCLAB_KERNEL_SWITCH(sim_coll_) }
+SimTreeFn sim_tree_kernel(SimType t) { CCLAB_KERNEL_SWITCH(sim_tree_) }
+SimPatFn sim_pat_kernel(SimType t) { CCLAB_KERNEL_SWITCH(sim_pat_) }
+SimNvlsFn sim_nvls_kernel(SimType t) { CCLAB_KERNEL_SWITCH(sim_nvls_) }
+#undef CCLAB_KERNEL_SWITCH
 
 }  // namespace sim
 }  // namespace cclab

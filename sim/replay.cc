@@ -50,6 +50,17 @@ struct Counter {
   }
 };
 
+// A wait for counter k to reach v that is already satisfied moves the task's clock to when it was
+// (both replays' cursors have t and done); false when no post has reached v yet.
+template <typename Cur>
+bool passed(Counter& k, uint64_t v, Cur& c) {
+  double when = 0;
+  if (!k.reached(v, &when)) return false;
+  c.t = std::max(c.t, when);
+  c.done = std::max(c.done, c.t);
+  return true;
+}
+
 const ReplayPeer* find_peer(const ReplayTask& task, uint32_t rank) {
   for (const ReplayPeer& q : task.peers)
     if (q.peer == static_cast<int>(rank)) return &q;
@@ -154,12 +165,7 @@ bool run(Workspace& ws, std::vector<ReplayTask>& tasks, std::string* error, Repl
         }
         case ReplayKind::kWait: {
           Counter& k = counters[ws.dense[op.idx] - 1];
-          double when = 0;
-          if (k.reached(op.val, &when)) {
-            c.t = std::max(c.t, when);
-            c.done = std::max(c.done, c.t);
-            break;
-          }
+          if (passed(k, op.val, c)) break;
           if (!k.park(ti, op.val, op.idx, error)) return false;
           parked = true;
           --c.pc;  // the wait is evaluated again when a post wakes the task
@@ -427,12 +433,7 @@ class Fluid {
         }
         case ReplayKind::kWait: {
           Counter& k = ws_.counters[ws_.dense[op.idx] - 1];
-          double when = 0;
-          if (k.reached(op.val, &when)) {
-            c.t = std::max(c.t, when);
-            c.done = std::max(c.done, c.t);
-            break;
-          }
+          if (passed(k, op.val, c)) break;
           if (!k.park(ti, op.val, op.idx, error_)) return false;
           c.state = FState::kWait;
           return true;

@@ -26,42 +26,35 @@ CCLAB_DECLARE_KERNEL(fp8e4m3)
 CCLAB_DECLARE_KERNEL(fp8e5m2)
 #undef CCLAB_DECLARE_KERNEL
 
+// The 12 kernels of one family, indexed by ncclDataType_t value.
+#define CCLAB_TYPE_TABLE(PREFIX)                                                            \
+  {                                                                                         \
+    PREFIX##int8, PREFIX##uint8, PREFIX##int32, PREFIX##uint32, PREFIX##int64, PREFIX##uint64, \
+        PREFIX##float16, PREFIX##float32, PREFIX##float64, PREFIX##bfloat16, PREFIX##fp8e4m3,  \
+        PREFIX##fp8e5m2                                                                     \
+  }
+
 HostCollFn host_coll_kernel(ncclDataType_t type) {
-  // Indexed by ncclDataType_t value.
-  static const HostCollFn table[ncclNumTypes] = {
-      host_coll_int8,    host_coll_uint8,   host_coll_int32,   host_coll_uint32,
-      host_coll_int64,   host_coll_uint64,  host_coll_float16, host_coll_float32,
-      host_coll_float64, host_coll_bfloat16, host_coll_fp8e4m3, host_coll_fp8e5m2,
-  };
+  static const HostCollFn table[ncclNumTypes] = CCLAB_TYPE_TABLE(host_coll_);
   return table[type];
 }
 
 HostTreeFn host_tree_kernel(ncclDataType_t type) {
-  static const HostTreeFn table[ncclNumTypes] = {
-      host_tree_int8,    host_tree_uint8,   host_tree_int32,   host_tree_uint32,
-      host_tree_int64,   host_tree_uint64,  host_tree_float16, host_tree_float32,
-      host_tree_float64, host_tree_bfloat16, host_tree_fp8e4m3, host_tree_fp8e5m2,
-  };
+  static const HostTreeFn table[ncclNumTypes] = CCLAB_TYPE_TABLE(host_tree_);
   return table[type];
 }
 
 HostPatFn host_pat_kernel(ncclDataType_t type) {
-  static const HostPatFn table[ncclNumTypes] = {
-      host_pat_int8,    host_pat_uint8,   host_pat_int32,   host_pat_uint32,
-      host_pat_int64,   host_pat_uint64,  host_pat_float16, host_pat_float32,
-      host_pat_float64, host_pat_bfloat16, host_pat_fp8e4m3, host_pat_fp8e5m2,
-  };
+  static const HostPatFn table[ncclNumTypes] = CCLAB_TYPE_TABLE(host_pat_);
   return table[type];
 }
 
 HostNvlsFn host_nvls_kernel(ncclDataType_t type) {
-  static const HostNvlsFn table[ncclNumTypes] = {
-      host_nvls_int8,    host_nvls_uint8,   host_nvls_int32,   host_nvls_uint32,
-      host_nvls_int64,   host_nvls_uint64,  host_nvls_float16, host_nvls_float32,
-      host_nvls_float64, host_nvls_bfloat16, host_nvls_fp8e4m3, host_nvls_fp8e5m2,
-  };
+  static const HostNvlsFn table[ncclNumTypes] = CCLAB_TYPE_TABLE(host_nvls_);
   return table[type];
 }
+
+#undef CCLAB_TYPE_TABLE
 
 bool host_p2p_send(HostExec& exec, const P2pWork& w, int channel, ConnInfo* send) {
   return run_p2p_send(exec, w, channel, send);
