@@ -55,6 +55,29 @@
 // nvls_emulate_* below implement them over the unicast copies with the executor's own wait_ge, post and
 // reduce_copy (the host executor, the simulator in payload mode, a GPU without multimem); on sm90+ the
 // block executor uses the multimem PTX (kernels/cuda/multimem.h).
+//
+// NVLS-Tree (NCCL's RunWorkColl<AllReduce, ..., NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>): AllReduce across
+// NVSwitch machines. The NVLS group is one machine's ranks (NvlsConn: the machine's ranks in head order,
+// every rank the head of one part, as on a machine with a NIC per GPU); the heads of part h on every
+// machine form the channel's tree (NCCL's nvls.treeUp / treeDown: tree c % 2 of the double binary tree
+// over machines, NvlsTreeConns), over ordinary connections (Primitives, ProtoSimple<1,1>). Per loop:
+//
+//   scatter   as NVLS;
+//   reduce    head me: load-reduce part me over its machine (through the switch) into its output (the
+//             staging place of the local sum), free the reduce slot; then with a parent: reduce it with the
+//             children's sums and send the result up (recvReduceSend; a leaf machine: send); at the root:
+//             reduce it with the children's sums into the output, send it down (recvReduceCopySend) and
+//             multicast it into the broadcast FIFO;
+//   bcast     head me with a parent (NCCL's broadcast warps): receive the result from the parent into the
+//             output, send it on to the children (recvCopySend; a leaf: recv) and multicast it into the
+//             broadcast FIFO;
+//   gather    as NVLS.
+//
+// The local sum joins first, then each child's in connection order (NCCL's treeDown[0] is the NVLS
+// connection, then the children). NCCL's reduce warps read the switch's reduction straight into the
+// network send; staging it in the output costs cclab one more pass over the part, no more bytes on a
+// link. Reduce and bcast use different connections (children -> me -> parent, parent -> me -> children),
+// so the simulator runs them as actors of their own, as NCCL's warps.
 #pragma once
 
 #include <stddef.h>
@@ -71,8 +94,23 @@ namespace cclab {
 // NCCL_MAX_NVLS_ARITY: ranks of one multicast group.
 constexpr int kMaxNvlsRanks = 32;
 
-// The roles of the schedule (NCCL's scatter, reduce and gather warps), as a mask.
-constexpr int kNvlsScatter = 1, kNvlsReduce = 2, kNvlsGather = 4, kNvlsAllRoles = 7;
+// The roles of the schedule (NCCL's scatter, reduce, gather and, for NVLS-Tree, broadcast warps), as a mask.
+constexpr int kNvlsScatter = 1, kNvlsReduce = 2, kNvlsGather = 4, kNvlsBcast = 8, kNvlsAllRoles = 15;
+
+// NVLS-Tree: one head's connections on one channel's tree of machines (nullptr where there is no such
+// peer): to and from the parent machine's head of the same part, to and from up to two children's.
+constexpr int kMaxNvlsTreeArity = 2;  // inter-machine children (NCCL_MAX_NVLS_TREE_ARITY 3 counts NVLS too)
+struct NvlsTreeConns {
+  ConnInfo* up_recv = nullptr;
+  ConnInfo* up_send = nullptr;
+  ConnInfo* down_recv[kMaxNvlsTreeArity] = {};
+  ConnInfo* down_send[kMaxNvlsTreeArity] = {};
+  int ndown = 0;
+};
+
+// Which of the double binary tree's two trees NVLS-Tree channel c runs (connect.cc: treeUp[c % 2]; not
+// the halves tree_of_channel gives Tree).
+CCLAB_HD inline int nvls_tree_of_channel(int c) { return c % 2; }
 
 // One rank's view of one channel's NVLS memory.
 struct NvlsConn {
@@ -116,6 +154,28 @@ CCLAB_HD inline size_t nvls_chunk_bytes(size_t bytes, int nchannels, int nheads,
   if (bytes < 64 * ops * chunk && chunk > 65536) chunk = 65536;
   if (bytes < 8 * ops * chunk && chunk > 32768) chunk = 32768;
   if (bytes < 2 * ops * chunk && chunk > 16384) chunk = 16384;
+  chunk = chunk / 512 * 512;
+  return chunk > 0 ? chunk : 512;
+}
+
+// NCCL's nvlsTreeMaxChunkSize (ncclNvlsTuning): NCCL_NVLSTREE_MAX_CHUNKSIZE when set (env != -2), else
+// 64 KiB on 4 machines or more and the NVLS chunk size (NCCL_NVLS_CHUNKSIZE) below. (NCCL's sm100
+// multi-node tuning, ncclNvlsTreeSm100Tuning, picks other sizes by NIC speed; cclab keeps these.)
+CCLAB_HD inline int nvls_tree_max_chunk(int nnodes, int nvls_chunk, int env) {
+  if (env != -2) return env;
+  return nnodes >= 4 ? 65536 : nvls_chunk;
+}
+
+// Chunk of an NVLS-Tree AllReduce of `bytes` (NCCL's calcCollChunking for NCCL_ALGO_NVLS_TREE):
+// min(NVLS chunk, tree maximum), halved to 256, 128, 64 and 32 KiB while fewer than 32, 16, 4 and 1
+// chunks fall to each concurrent head (nchannels x nheads), a multiple of 512 bytes.
+CCLAB_HD inline size_t nvls_tree_chunk_bytes(size_t bytes, int nchannels, int nheads, int nvls_chunk, int tree_max) {
+  size_t chunk = static_cast<size_t>(nvls_chunk < tree_max ? nvls_chunk : tree_max);
+  const size_t ops = static_cast<size_t>(nchannels > 0 ? nchannels : 1) * static_cast<size_t>(nheads > 0 ? nheads : 1);
+  if (bytes < 32 * ops * chunk && chunk > 262144) chunk = 262144;
+  if (bytes < 16 * ops * chunk && chunk > 131072) chunk = 131072;
+  if (bytes < 4 * ops * chunk && chunk > 65536) chunk = 65536;
+  if (bytes < 1 * ops * chunk && chunk > 32768) chunk = 32768;
   chunk = chunk / 512 * 512;
   return chunk > 0 ? chunk : 512;
 }
@@ -172,8 +232,9 @@ CCLAB_HD void nvls_emulate_post(Exec& ex, const NvlsConn& c, size_t counter_off,
 template <typename T, typename Exec>
 class NvlsSchedule {
  public:
-  CCLAB_HD NvlsSchedule(Exec& ex, const RedOp<T>& op, const CollWork& w, NvlsConn& c, int channel, int roles)
-      : ex_(ex), op_(op), w_(w), c_(c), channel_(channel), sb_(c.step_bytes), roles_(roles) {}
+  CCLAB_HD NvlsSchedule(Exec& ex, const RedOp<T>& op, const CollWork& w, NvlsConn& c, int channel, int roles,
+                        const NvlsTreeConns* tree = nullptr)
+      : ex_(ex), op_(op), w_(w), c_(c), channel_(channel), sb_(c.step_bytes), roles_(roles), tree_(tree) {}
 
   CCLAB_HD bool run() {
     const size_t grain = 512 / sizeof(T) > 0 ? 512 / sizeof(T) : 1;
@@ -295,7 +356,10 @@ class NvlsSchedule {
       const size_t lo = base + part * static_cast<size_t>(h);
       if (!scatter(h, in + lo, part_count(rem, part, h), su, lo)) return false;
     }
-    if (roles_ & kNvlsReduce) {
+    if (tree_ != nullptr) {
+      if ((roles_ & kNvlsReduce) && !tree_reduce(base, rem, part, su, sd)) return false;
+      if ((roles_ & kNvlsBcast) && tree_->up_recv != nullptr && !tree_bcast(base, rem, part, sd)) return false;
+    } else if (roles_ & kNvlsReduce) {
       const size_t up = fifo(me, false), down = fifo(me, true);
       const size_t cnt = part_count(rem, part, me), lo = base + part * static_cast<size_t>(me);
       const bool obs = ex_.observing();
@@ -315,6 +379,71 @@ class NvlsSchedule {
     c_.step_up = su + 1;
     c_.step_down = sd + 1;
     return true;
+  }
+
+  // NVLS-Tree, head me: the multicast of the result (in the output at lo) into its broadcast FIFO.
+  CCLAB_HD bool tree_multicast(const T* res, size_t lo, size_t cnt, uint64_t sd) {
+    const size_t down = fifo(c_.rank, true);
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
+    if (!wait_bcast_credit(down, sd, PrimKind::kCopySend)) return false;
+    const double td = obs ? ex_.now_us() : 0.0;
+    if (cnt > 0) ex_.mc_st(op_, c_, nvls_slot_off(down, sd, sb_), res, cnt);
+    publish(down, cnt, sd);
+    if (obs) observe(w_.rank, -1, sd, PrimKind::kCopySend, cnt, t0, lo, td);
+    return true;
+  }
+
+  // NVLS-Tree's reduce role (see the file's head): the machine's sum of part me through the switch, then
+  // up the tree, or at the root down the tree and into the broadcast FIFO.
+  CCLAB_HD bool tree_reduce(size_t base, size_t rem, size_t part, uint64_t su, uint64_t sd) {
+    T* out = static_cast<T*>(w_.recv);
+    const int me = c_.rank;
+    const size_t up = fifo(me, false);
+    const size_t cnt = part_count(rem, part, me), lo = base + part * static_cast<size_t>(me);
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
+    if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceSend)) return false;
+    const double td = obs ? ex_.now_us() : 0.0;
+    if (cnt > 0) ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, su, sb_), cnt, false);
+    ex_.mc_post(c_, nvls_head_off(up), su + 1);
+    if (obs) observe(-1, w_.rank, su, PrimKind::kRecvReduceCopy, cnt, t0, lo, td);
+    const NvlsTreeConns& t = *tree_;
+    const bool root = t.up_send == nullptr;
+    ConnInfo* up_send = t.up_send;
+    Primitives<T, ProtoSimple<1, 1>, Exec> p(ex_, op_, t.down_recv, t.ndown, root ? t.down_send : &up_send,
+                                             root ? t.ndown : 1, out, out, w_.rank, channel_, w_.coll, w_.op_count);
+    p.set_source(out, true);  // the local sum: already through the op's pre function (NVLS ops have none)
+    if (!root) {
+      if (t.ndown == 0) p.send(lo, cnt);
+      else p.recv_reduce_send(lo, cnt);
+      return !p.aborted();
+    }
+    if (t.ndown == 0) {
+      // A tree of one machine (NCCL runs NVLS there instead): the local sum is the result.
+      if (cnt > 0) ex_.reduce_copy(op_, out + lo, static_cast<T*>(nullptr), static_cast<const T*>(nullptr),
+                                   static_cast<const T*>(out + lo), cnt, false, true);
+    } else {
+      p.recv_reduce_copy_send(lo, lo, cnt, true);
+      if (p.aborted()) return false;
+    }
+    return tree_multicast(out + lo, lo, cnt, sd);
+  }
+
+  // NVLS-Tree's broadcast role (a head with a parent): the result from the parent, on to the children and
+  // into the broadcast FIFO.
+  CCLAB_HD bool tree_bcast(size_t base, size_t rem, size_t part, uint64_t sd) {
+    T* out = static_cast<T*>(w_.recv);
+    const int me = c_.rank;
+    const size_t cnt = part_count(rem, part, me), lo = base + part * static_cast<size_t>(me);
+    const NvlsTreeConns& t = *tree_;
+    ConnInfo* up_recv = t.up_recv;
+    Primitives<T, ProtoSimple<1, 1>, Exec> p(ex_, op_, &up_recv, 1, t.down_send, t.ndown, out, out, w_.rank, channel_,
+                                             w_.coll, w_.op_count);
+    if (t.ndown == 0) p.recv(lo, cnt);
+    else p.recv_copy_send(lo, cnt);
+    if (p.aborted()) return false;
+    return tree_multicast(out + lo, lo, cnt, sd);
   }
 
   CCLAB_HD bool reduce_scatter_loop(size_t lo, size_t cnt) {
@@ -371,6 +500,7 @@ class NvlsSchedule {
   int channel_;
   int sb_;
   int roles_;
+  const NvlsTreeConns* tree_;  // NVLS-Tree: this head's tree connections; nullptr: NVLS on one machine
 };
 
 // Runs channel `channel` of NVLS collective w (AllReduce, ReduceScatter, AllGather; Simple protocol) on
@@ -383,6 +513,20 @@ CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int 
     return false;
   if (conn.nranks != w.nranks || conn.rank != w.rank || conn.step_bytes <= 0) return false;
   NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles);
+  return s.run();
+}
+
+// Runs channel `channel` of NVLS-Tree AllReduce w on this rank: `conn` is its machine's NVLS group (this
+// rank = head conn.rank), `tree` its connections on the channel's tree of machines; the roles in `roles`
+// (kNvlsAllRoles: the whole schedule, scatter, reduce, bcast, gather per loop). Returns false if the
+// executor stopped or the work is not an AllReduce.
+template <typename T, typename Exec>
+CCLAB_HD bool run_nvls_tree_channel(Exec& ex, const CollWork& w, NvlsConn& conn, const NvlsTreeConns& tree,
+                                    int channel, int roles = kNvlsAllRoles) {
+  const RedOp<T> op(w.redop);
+  if (w.coll != CollKind::kAllReduce || conn.nranks < 1 || conn.nranks > w.nranks || conn.step_bytes <= 0) return false;
+  if (tree.ndown < 0 || tree.ndown > kMaxNvlsTreeArity) return false;
+  NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles, &tree);
   return s.run();
 }
 

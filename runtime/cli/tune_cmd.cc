@@ -57,7 +57,9 @@ std::string env_error(const char* var, const std::string& why) {
 
 constexpr size_t kSizeWidth = 12;
 constexpr size_t kCellWidth = 13;  // "   12345.67*": the marker column is the cell's last character
-constexpr size_t kChoiceWidth = 13;
+constexpr size_t kChoiceWidth = 16;  // "NVLSTree/Simple"
+// A column as wide as its label (NVLSTree/Simple is wider than a number).
+size_t cell_width(const std::string& label) { return std::max(kCellWidth, label.size() + 2); }
 
 }  // namespace
 
@@ -113,7 +115,7 @@ const std::vector<AlgoProto>& tune_combinations(CollKind coll) {
   static const std::vector<AlgoProto> kCombos = {
       {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
       {AlgoKind::kTree, ProtoKind::kLL}, {AlgoKind::kTree, ProtoKind::kLL128}, {AlgoKind::kTree, ProtoKind::kSimple},
-      {AlgoKind::kNvls, ProtoKind::kSimple},
+      {AlgoKind::kNvls, ProtoKind::kSimple}, {AlgoKind::kNvlsTree, ProtoKind::kSimple},
   };
   static const std::vector<AlgoProto> kPatCombos = {
       {AlgoKind::kRing, ProtoKind::kLL}, {AlgoKind::kRing, ProtoKind::kLL128}, {AlgoKind::kRing, ProtoKind::kSimple},
@@ -178,7 +180,8 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
 // ---- text --------------------------------------------------------------------------------------------
 std::string format_tune_table(const CostModel& model, CollKind coll, const std::vector<size_t>& sizes) {
   std::string out = "#" + pad_left("size", kSizeWidth - 1);
-  for (const auto& c : tune_combinations(coll)) out += pad_left(combo_label(c.algo, c.proto) + " ", kCellWidth);
+  for (const auto& c : tune_combinations(coll))
+    out += pad_left(combo_label(c.algo, c.proto) + " ", cell_width(combo_label(c.algo, c.proto)));
   out += "  " + pad_right("choice", kChoiceWidth) + pad_left("channels", 9) + pad_left("threads", 8) + "\n";
   for (size_t bytes : sizes) {
     const TunerChoice choice = model.choose(coll, bytes);
@@ -192,7 +195,7 @@ std::string format_tune_table(const CostModel& model, CollKind coll, const std::
         const bool chosen = choice.valid && choice.algo == c.algo && choice.proto == c.proto;
         cell = fmt("%.2f", t) + (chosen ? "*" : " ");
       }
-      row += pad_left(cell, kCellWidth);
+      row += pad_left(cell, cell_width(combo_label(c.algo, c.proto)));
     }
     if (choice.valid) {
       row += "  " + pad_right(combo_label(choice.algo, choice.proto), kChoiceWidth) +

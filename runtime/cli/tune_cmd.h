@@ -71,7 +71,8 @@ bool make_tuner_input(const Topology& topo, const TopoGraph* ring, const TopoGra
 
 // The combinations the table shows for `coll`, in column order: Ring LL, LL128, Simple, then Tree LL,
 // LL128, Simple (AllReduce, Broadcast, Reduce) or PAT/Simple (AllGather, ReduceScatter: NCCL's only
-// other algorithms there); then NVLS/Simple (NVLS runs Simple only).
+// other algorithms there); then NVLS/Simple (NVLS runs Simple only) and, for AllReduce, Broadcast and
+// Reduce, NVLSTree/Simple (AllReduce only; a dash elsewhere).
 struct AlgoProto {
   AlgoKind algo;
   ProtoKind proto;

@@ -558,16 +558,20 @@ void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
 
 namespace {
 
-// NVLS (kernels/nvls.h): every rank creates its region of each channel, then maps every other rank's, so
+// NVLS (kernels/nvls.h): every rank of a multicast group (comm->nvls_group: all ranks on one machine; its
+// machine's ranks for NVLS-Tree) creates its region of each channel, then maps every other member's, so
 // that each reaches all the copies behind the "multicast" addresses. The regions are shared like
-// connections (P2P within a process, SHM within a host); NVLS never spans hosts.
+// connections (P2P within a process, SHM within a host); a group never spans hosts.
 ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
-  const int n = comm->nranks;
+  const std::vector<int>& group = comm->nvls_group;
+  const int n = static_cast<int>(group.size());
+  const int me = static_cast<int>(std::find(group.begin(), group.end(), comm->rank) - group.begin());
+  if (me >= n) return report_error(ncclInternalError, "NVLS: rank %d is in no multicast group", comm->rank);
   if (n > kMaxNvlsRanks)
     return report_error(ncclInvalidUsage, "NVLS: %d ranks, a multicast group holds at most %d (NCCL_MAX_NVLS_ARITY)", n,
                         kMaxNvlsRanks);
   TransportKind kind = TransportKind::kP2p;
-  for (int p = 0; p < n; ++p) {
+  for (int p : group) {
     if (p == comm->rank) continue;
     TransportKind k;
     ncclResult_t r = pick_transport(comm, p, &k);
@@ -585,7 +589,7 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
     Channel& ch = comm->channels[c];
     if (ch.nvls.nranks != 0) continue;
     ch.nvls_regions.assign(n, nullptr);
-    ncclResult_t r = segment_create(kind, name(c, comm->rank), bytes, &ch.nvls_regions[comm->rank], n - 1);
+    ncclResult_t r = segment_create(kind, name(c, comm->rank), bytes, &ch.nvls_regions[me], n - 1);
     if (r != ncclSuccess) return r;
   }
   const double timeout = comm->timeout_s > 0 ? comm->timeout_s : 600.0;
@@ -594,17 +598,18 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
     if (ch.nvls.nranks != 0) continue;
     NvlsConn v;
     v.nranks = n;
-    v.rank = comm->rank;
+    v.rank = me;
     v.step_bytes = comm->nvls_step_bytes;
-    for (int p = 0; p < n; ++p) {
+    for (int i = 0; i < n; ++i) {
+      const int p = group[i];
       if (p != comm->rank) {
-        ncclResult_t r = segment_open(kind, name(c, p), bytes, &comm->abort_flag, timeout, &ch.nvls_regions[p],
+        ncclResult_t r = segment_open(kind, name(c, p), bytes, &comm->abort_flag, timeout, &ch.nvls_regions[i],
                                       ConnectWait(comm, c, p).watch(), n - 1);
         if (r != ncclSuccess)
           return report_error(r, "rank %d channel %d could not map rank %d's NVLS memory (via %s): %s", comm->rank, c, p,
                               transport_name(kind), last_error());
       }
-      v.uc[p] = static_cast<char*>(ch.nvls_regions[p]->base());
+      v.uc[i] = static_cast<char*>(ch.nvls_regions[i]->base());
     }
     ch.nvls = v;
   }
@@ -617,21 +622,25 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
 
 ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nchannels) {
   if (comm->nranks == 1) return ncclSuccess;
-  if (algo == AlgoKind::kNvls) {
+  if (algo == AlgoKind::kNvls || algo == AlgoKind::kNvlsTree) {
     nchannels = std::min(nchannels, comm->nchannels);
-    if (comm->nvls_connected.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
-    std::lock_guard<std::mutex> lk(comm->connect_mu);
-    ncclResult_t r = connect_nvls(comm, nchannels);
-    if (r != ncclSuccess) return r;
-    if (comm->nvls_connected.load() < nchannels) comm->nvls_connected.store(nchannels, std::memory_order_release);
-    return ncclSuccess;
+    if (comm->nvls_connected.load(std::memory_order_acquire) < nchannels) {
+      std::lock_guard<std::mutex> lk(comm->connect_mu);
+      ncclResult_t r = connect_nvls(comm, nchannels);
+      if (r != ncclSuccess) return r;
+      if (comm->nvls_connected.load() < nchannels) comm->nvls_connected.store(nchannels, std::memory_order_release);
+    }
+    if (algo == AlgoKind::kNvls) return ncclSuccess;
+    // NVLS-Tree: then the tree links between the heads of the machines (below, Simple).
+    proto = kProtoSimple;
   }
   static const char kKind[kNumProtocols] = {'L', 'M', 'r'};
   nchannels = std::min(nchannels, comm->nchannels);
-  const bool custom = algo == AlgoKind::kCustom, pat = algo == AlgoKind::kPat;
-  std::atomic<int>& done = custom ? comm->custom_connected
-                           : pat  ? comm->pat_connected
-                                  : comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
+  const bool custom = algo == AlgoKind::kCustom, pat = algo == AlgoKind::kPat, nvls_tree = algo == AlgoKind::kNvlsTree;
+  std::atomic<int>& done = custom      ? comm->custom_connected
+                           : pat       ? comm->pat_connected
+                           : nvls_tree ? comm->nvls_tree_connected
+                                       : comm->connected_channels[algo == AlgoKind::kTree ? 1 : 0][proto];
   if (done.load(std::memory_order_acquire) >= nchannels) return ncclSuccess;
   std::lock_guard<std::mutex> lk(comm->connect_mu);
   // Peers per channel: data comes from `from` and goes to `to`.
@@ -646,14 +655,15 @@ ncclResult_t ensure_connected(ncclComm_t comm, AlgoKind algo, int proto, int nch
           if (std::find(from->begin(), from->end(), q) == from->end()) from->push_back(q);
         }
       *to = *from;
-    } else if (algo == AlgoKind::kTree) {
-      if (ch.tree.up >= 0) {
-        from->push_back(ch.tree.up);
-        to->push_back(ch.tree.up);
+    } else if (algo == AlgoKind::kTree || nvls_tree) {
+      const TreeLinks& t = nvls_tree ? ch.nvls_tree : ch.tree;
+      if (t.up >= 0) {
+        from->push_back(t.up);
+        to->push_back(t.up);
       }
-      for (int i = 0; i < ch.tree.ndown; ++i) {
-        from->push_back(ch.tree.down[i]);
-        to->push_back(ch.tree.down[i]);
+      for (int i = 0; i < t.ndown; ++i) {
+        from->push_back(t.down[i]);
+        to->push_back(t.down[i]);
       }
     } else {
       from->push_back(ch.view[comm->nranks - 1]);

@@ -73,6 +73,9 @@ struct Channel {
   // own region and the other ranks' regions it mapped.
   NvlsConn nvls;
   std::vector<std::shared_ptr<Segment>> nvls_regions;
+  // NVLS-Tree: this rank's parent and children (ranks: the heads of its part on other machines) in the
+  // channel's tree of machines (nvls_tree_of_channel); up -1 at the root.
+  TreeLinks nvls_tree{};
   PeerConns& prev() { return peers[view[view.size() - 1]]; }
   PeerConns& next() { return peers[view[view.size() > 1 ? 1 : 0]]; }
 };
@@ -137,6 +140,14 @@ struct ncclComm {
   bool nvls_runs = false;
   int nvls_step_bytes = 128 * 1024;
   std::atomic<int> nvls_connected{0};
+  // NVLS-Tree (NVLS inside each machine, trees of heads across machines): whether it runs (several
+  // machines of NVLS, every rank a head, the host backend with every rank on this host), its multicast
+  // group (the ranks of this rank's machine in head order; on one machine every rank, in rank order),
+  // NCCL's nvlsTreeMaxChunkSize (NCCL_NVLSTREE_MAX_CHUNKSIZE), and the channels whose tree links are connected.
+  bool nvls_tree_runs = false;
+  std::vector<int> nvls_group;
+  int nvls_tree_max_chunk = 0;
+  std::atomic<int> nvls_tree_connected{0};
   // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank
   // the same), and the connections by (p2p channel, peer), lazily connected; p2p_mu guards the maps.
   cclab::P2pChannels p2p;

@@ -272,6 +272,53 @@ ncclResult_t load_topology(ncclComm_t comm) {
   return ncclSuccess;
 }
 
+// NVLS-Tree's groups and trees (NCCL's connectNvls): head h of each machine is the rank on the NVLS graph's
+// channel-h GPU (intra[h][0]); this rank's multicast group is its machine's ranks in head order, and on
+// channel c the heads of its part form tree c % 2 of the double binary tree over machines. cclab's
+// schedule makes every rank a head (kernels/nvls.h), so it runs where each machine's ranks are exactly
+// its heads (a NIC per GPU, dgx-h100 / dgx-b200) and every machine holds as many; false with *why if not.
+static bool nvls_tree_setup(ncclComm_t comm, std::string* why) {
+  const TopoGraph& g = comm->nvls_graph;
+  const int nheads = g.nchannels, nnodes = comm->nnodes;
+  std::vector<std::vector<int>> by_head(nnodes, std::vector<int>(nheads, -1));
+  for (int r = 0; r < comm->nranks; ++r) {
+    const int node = comm->rank_node[r];
+    int h = 0;
+    while (h < nheads && g.intra[h][0] != comm->rank_dev[r]) ++h;
+    if (node < 0 || node >= nnodes || h == nheads) {
+      *why = "NVLS-Tree: rank " + std::to_string(r) + "'s GPU is no NVLS head (NCCL runs heads on the GPUs with a "
+             "NIC; cclab's schedule makes every rank a head, so it needs a NIC per GPU)";
+      return false;
+    }
+    by_head[node][h] = r;
+  }
+  for (int n = 0; n < nnodes; ++n)
+    for (int h = 0; h < nheads; ++h)
+      if (by_head[n][h] < 0) {
+        *why = "NVLS-Tree: machine " + std::to_string(n) + " has no rank on head " + std::to_string(h) +
+               "'s GPU (cclab's schedule needs every head GPU of every machine in the communicator)";
+        return false;
+      }
+  const int node = comm->rank_node[comm->rank];
+  comm->nvls_group = by_head[node];
+  const int me = static_cast<int>(std::find(comm->nvls_group.begin(), comm->nvls_group.end(), comm->rank) -
+                                  comm->nvls_group.begin());
+  for (int c = 0; c < comm->nchannels; ++c) {
+    TreeLinks t0{}, t1{};
+    dtree(nnodes, node, &t0, &t1);
+    const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
+    TreeLinks& out = comm->channels[c].nvls_tree;
+    out = TreeLinks{};
+    out.up = nt.up >= 0 ? by_head[nt.up][me] : -1;
+    out.ndown = 0;
+    for (int i = 0; i < nt.ndown && out.ndown < kMaxNvlsTreeArity; ++i) out.down[out.ndown++] = by_head[nt.down[i]][me];
+  }
+  if (comm->rank == 0)
+    CCLAB_INFO(kLogInit | kLogNvls, "NVLS-Tree: %d heads per machine over %d machines, trees c %% 2 of the double "
+               "binary tree", nheads, nnodes);
+  return true;
+}
+
 ncclResult_t search_graphs(ncclComm_t comm) {
   std::string err;
   TopoGraph& ring = comm->ring_graph;
@@ -459,8 +506,9 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   }
   // NVLS (NCCL_NVLS_ENABLE, default 2: where the modelled machine has it) runs on the host backend when it
   // models GPUs and every rank is on this host: the NVLS memory of a channel is shared by all of them
-  // (kernels/nvls.h). The CUDA backend has no multicast memory yet, and the simulator's plugin backend
-  // (CCLAB_BACKEND=sim) no NVLS executor yet: NCCL's choice there stays with Ring and Tree.
+  // (kernels/nvls.h), or, across machines (NVLS-Tree), by the ranks of each machine. The CUDA backend has
+  // no multicast memory yet, and the simulator's plugin backend (CCLAB_BACKEND=sim) no NVLS executor yet:
+  // NCCL's choice there stays with Ring and Tree.
   {
     const int64_t enable = param_int("NCCL_NVLS_ENABLE", 2);
     if (enable < 0 || enable > 2)
@@ -474,14 +522,32 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     bool one_host = true;
     for (const PeerInfo& p : comm->peers) one_host = one_host && p.host_hash == comm->peers[0].host_hash;
     const bool runs = !comm->cuda && !comm->sim && !comm->host_machine && !comm->backend->makes_connections() &&
-                      one_host && comm->nnodes == 1;
+                      one_host;
     if (runs || enable == 0) {
       const int cfg = comm->config.nvlsCTAs;
       add_nvls(comm->topo, enable, &comm->nvls_graph, &in, cfg > 0 && cfg != NCCL_CONFIG_UNDEF_INT ? cfg : 0);
-      comm->nvls_runs = in.nvls != nullptr;
+      if (in.nvls != nullptr && comm->nnodes > 1) {
+        std::string why;
+        if (!nvls_tree_setup(comm, &why)) {
+          in.nvls = nullptr;
+          in.nvls_why = why;
+        }
+      } else if (in.nvls != nullptr) {
+        comm->nvls_group.resize(comm->nranks);
+        for (int r = 0; r < comm->nranks; ++r) comm->nvls_group[r] = r;
+      }
+      comm->nvls_runs = in.nvls != nullptr && comm->nnodes == 1;
+      comm->nvls_tree_runs = in.nvls != nullptr && comm->nnodes > 1;
     } else {
-      in.nvls_why = "cclab runs NVLS on the host backend modelling one NVSwitch machine whose ranks share this host";
+      in.nvls_why = "cclab runs NVLS and NVLS-Tree on the host backend modelling NVSwitch machines whose ranks share "
+                    "this host";
     }
+    const int64_t tree_max = param_int("NCCL_NVLSTREE_MAX_CHUNKSIZE", -2);
+    if (tree_max != -2 && (tree_max < 512 || tree_max % 512 != 0 || tree_max > (1 << 30)))
+      return report_error(ncclInvalidUsage,
+                          "NCCL_NVLSTREE_MAX_CHUNKSIZE=%lld: it must be a multiple of 512 bytes, 512 B to 1 GiB",
+                          static_cast<long long>(tree_max));
+    comm->nvls_tree_max_chunk = nvls_tree_max_chunk(comm->nnodes, comm->nvls_step_bytes, static_cast<int>(tree_max));
   }
   // NCCL_NET_OVERHEAD is in nanoseconds, as NCCL's.
   const int64_t overhead_ns = param_int("NCCL_NET_OVERHEAD", -1);

@@ -55,12 +55,13 @@ ncclResult_t choose_algo_proto(ncclComm_t comm, CollKind coll, size_t bytes, Alg
     c = comm->choice;
   }
   if (!c.valid || (c.algo != AlgoKind::kRing && c.algo != AlgoKind::kTree && c.algo != AlgoKind::kPat &&
-                   !(c.algo == AlgoKind::kNvls && comm->nvls_runs)))
+                   !(c.algo == AlgoKind::kNvls && comm->nvls_runs) &&
+                   !(c.algo == AlgoKind::kNvlsTree && comm->nvls_tree_runs)))
     return report_error(ncclInvalidUsage,
                         "%s: no algorithm/protocol is available (NCCL_ALGO=%s NCCL_PROTO=%s leave none that cclab "
                         "runs: Ring for every collective, Tree for AllReduce, PAT (Simple, one GPU per node or "
                         "NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling reduction, NVLS on a "
-                        "modelled NVSwitch machine of sm90+)",
+                        "modelled NVSwitch machine of sm90+, NVLS-Tree (AllReduce) across such machines)",
                         coll_name(coll), param_str("NCCL_ALGO", "(unset)").c_str(),
                         param_str("NCCL_PROTO", "(unset)").c_str());
   *algo = c.algo;
@@ -158,6 +159,9 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
                     : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
   w.chunk_bytes = algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, w.nchannels, comm->nranks, comm->nvls_step_bytes)
+                  : algo == AlgoKind::kNvlsTree
+                      ? nvls_tree_chunk_bytes(total, w.nchannels, static_cast<int>(comm->nvls_group.size()),
+                                              comm->nvls_step_bytes, comm->nvls_tree_max_chunk)
                   : custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
                   : algo == AlgoKind::kPat ? pat_chunk_bytes(op.coll, comm->proto_buff_bytes[w.proto], total, w.nchannels)
                   : tree ? tree_chunk_bytes(w.proto, comm->proto_buff_bytes[w.proto], total, w.nchannels, comm->nnodes,

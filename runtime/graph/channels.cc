@@ -213,7 +213,13 @@ void add_nvls(const Topology& topo, int64_t nvls_enable, TopoGraph* graph, Tuner
   }
   in->nvls = graph;
   in->nvls_why.clear();
-  in->nvls_channels = nvls_default_channels(in->sm_min, in->nnodes, nvls_ctas, min_ctas, max_ctas);
+  double nic_bw = 0;  // NCCL's comm->minNetBw, GB/s
+  for (int n : topo.nets(0)) {
+    const double bw = topo.nodes[n].net_speed_mbps / 8000.0;
+    if (bw > 0 && (nic_bw == 0 || bw < nic_bw)) nic_bw = bw;
+  }
+  in->nvls_channels = nvls_default_channels(in->sm_min, in->nnodes, nvls_ctas, min_ctas, max_ctas, nic_bw,
+                                            in->nranks / std::max(1, in->nnodes));
 }
 
 }  // namespace cclab

@@ -112,6 +112,31 @@ class Searcher {
   explicit Searcher(const Topology& topo) : topo_(topo) { build(); }
   bool compute(TopoGraph* out, std::string* error);
 
+  // NCCL's multi-machine NVLS search picks, NET after NET, the NET's local GPU (net.localGpu) as the head
+  // of one channel, each GPU once (search_rec_net: "NVLS search only tries to find NIC:GPU combinations
+  // to compute the heads"). One entry per head: its GPU's dev, the bandwidth its NET path carries (the
+  // GPU-to-NET path's bottleneck and the port's rate) and the path type.
+  struct NvlsHead {
+    int dev;
+    float bw;
+    int type;
+    float latency;
+  };
+  std::vector<NvlsHead> nvls_heads() const {
+    std::vector<NvlsHead> heads;
+    for (int n = 0; n < nnets_; ++n) {
+      const int g = net_local_gpu_[n];
+      if (g < 0) continue;
+      const int dev = topo_.nodes[gpu_node_[g]].dev;
+      bool dup = false;
+      for (const NvlsHead& h : heads) dup = dup || h.dev == dev;
+      if (dup) continue;
+      heads.push_back(NvlsHead{dev, std::min(gn(g, n).bw, net_bw_[n]), gn(g, n).type,
+                               static_cast<float>(topo_.nodes[net_node_[n]].net_latency_us)});
+    }
+    return heads;
+  }
+
  private:
   // Model.
   void build();
@@ -1004,6 +1029,63 @@ bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error) {
   return searcher.compute(graph, error);
 }
 
+namespace {
+
+// The NVLS graph across machines (NCCL's search with system->inter set): the channels start at NETs, so
+// there is one head per NET whose local GPU is not a head yet (Searcher::nvls_heads), at most 32; the
+// speeds are the inter ladder (sm90SpeedArrayInter / sm100SpeedArrayInter) from the best GPU-to-NET
+// bandwidth down, and a speed fits when each head's NET path carries it and a head GPU's NVLinks to the
+// switch carry (channels + 1) x speed (ncclTopoSearchTryNvls). Pass 2 raises bwInter while a head's
+// NET path carries the next speed and it stays under 2 x bwIntra. dgx-h100: 8 heads x 40/48 GB/s.
+bool nvls_graph_multi(const Topology& topo, TopoGraph* graph, std::string* why, const std::vector<int>& gpus,
+                      double cap, double total, int cc_min) {
+  auto fail = [&](const std::string& s) {
+    if (why) *why = s;
+    return false;
+  };
+  Searcher searcher(topo);
+  std::vector<Searcher::NvlsHead> heads;
+  for (const Searcher::NvlsHead& h : searcher.nvls_heads()) {
+    bool used = false;
+    for (int g : gpus) used = used || topo.nodes[g].dev == h.dev;
+    if (used && h.type < static_cast<int>(PathType::kDis) && h.bw > 0) heads.push_back(h);
+  }
+  if (heads.empty()) return fail("NVLS across machines needs a NIC local to a GPU (a head), the machine has none");
+  if (heads.size() > 32) heads.resize(32);
+  const int nch = static_cast<int>(heads.size());
+  const int ngpus = static_cast<int>(gpus.size());
+  const float* speeds = cc_min >= 100 ? kSm100SpeedInter : kSm90SpeedInter;
+  const int nspeeds = static_cast<int>(cc_min >= 100 ? sizeof(kSm100SpeedInter) / sizeof(float)
+                                                     : sizeof(kSm90SpeedInter) / sizeof(float));
+  float max_bw = 0, min_bw = heads[0].bw;
+  for (const Searcher::NvlsHead& h : heads) max_bw = std::max(max_bw, h.bw), min_bw = std::min(min_bw, h.bw);
+  const double total_bw = total * ngpus / (ngpus - 1.0);
+  int i = 0;
+  while (i < nspeeds - 1 && (speeds[i] > max_bw || speeds[i] * 2 > total_bw)) ++i;
+  while (i < nspeeds && (speeds[i] > min_bw + 1e-6 || (nch + 1) * static_cast<double>(speeds[i]) > cap + 1e-6)) ++i;
+  if (i >= nspeeds) return fail("the NVLinks to the NVSwitch or the NET paths are too slow for an NVLS channel per head");
+  graph->nchannels = nch;
+  graph->bw_intra = graph->bw_inter = speeds[i];
+  for (int k = i; k > 0 && graph->bw_inter < graph->bw_intra * 2 && speeds[k - 1] <= min_bw + 1e-6;)
+    graph->bw_inter = speeds[--k];
+  graph->type_intra = PathType::kNvl;
+  int type_inter = 0;
+  float latency = 0;
+  for (const Searcher::NvlsHead& h : heads) type_inter = std::max(type_inter, h.type), latency = std::max(latency, h.latency);
+  graph->type_inter = static_cast<PathType>(type_inter);
+  graph->latency_inter = latency;
+  graph->same_channels = false;
+  for (int c = 0; c < nch; ++c) {
+    std::vector<int> order{heads[c].dev};
+    for (int g : gpus)
+      if (topo.nodes[g].dev != heads[c].dev) order.push_back(topo.nodes[g].dev);
+    graph->intra.push_back(order);
+  }
+  return true;
+}
+
+}  // namespace
+
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int used) {
   *graph = TopoGraph{};
   graph->id = 3;
@@ -1043,6 +1125,7 @@ bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why,
     cap = i == 0 ? c : std::min(cap, c);
     total = std::max(total, all);
   }
+  if (topo.machines > 1) return nvls_graph_multi(topo, graph, why, gpus, cap, total, cc_min);
   const int nch = std::min(32, ngpus);  // NCCL_MAX_NVLS_ARITY; one machine: minChannels = maxChannels
   const float* speeds = cc_min >= 100 ? kSm100SpeedIntra : kSm90SpeedIntra;
   const int nspeeds = static_cast<int>(cc_min >= 100 ? sizeof(kSm100SpeedIntra) / sizeof(float)

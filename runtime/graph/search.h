@@ -67,6 +67,9 @@ bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error);
 // while under 2 x bwIntra. Returns false with *why when the
 // machine has no NVLS (no NVSwitch, an older GPU, fewer than 2 GPUs, a GPU off the switch); the graph
 // then has 0 channels.
+// On several machines (NCCL's search with system->inter) the channels start at NETs: one head per NET
+// whose local GPU is not yet a head (intra[c][0] is head c's GPU), the inter speed ladder, each head's
+// NET path carrying bwInter; NVLS-Tree runs over this graph (docs/tuner.md section 1.8).
 // `gpus` > 0: only the first `gpus` GPUs of the machine play ranks (NCCL's topology holds only the
 // communicator's GPUs).
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int gpus = 0);

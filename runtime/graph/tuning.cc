@@ -28,6 +28,7 @@ constexpr int kTree = static_cast<int>(AlgoKind::kTree);
 constexpr int kRing = static_cast<int>(AlgoKind::kRing);
 constexpr int kPat = static_cast<int>(AlgoKind::kPat);
 constexpr int kNvls = static_cast<int>(AlgoKind::kNvls);
+constexpr int kNvlsTree = static_cast<int>(AlgoKind::kNvlsTree);
 constexpr int kLL = static_cast<int>(ProtoKind::kLL);
 constexpr int kLL128 = static_cast<int>(ProtoKind::kLL128);
 constexpr int kSimple = static_cast<int>(ProtoKind::kSimple);
@@ -79,13 +80,18 @@ const double kPerChMaxTreeLL128Bws[4][3] = {
 // ncclTunerConstantsDefaults.perChMaxTreeBws.
 const double kPerChMaxTreeBws[4][3] = {
     {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+// ncclTunerConstantsDefaults.perChMaxNVLSTreeBws (NVLS-Tree runs on 2 machines or more: N1 is 0 from
+// Hopper on).
+const double kPerChMaxNvlsTreeBws[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}};
 
-// Tree AllReduce bandwidth correction by size, powers of two from 64 B (index 0) to 256 MiB (index 22)
-// (treeCorrectionFactor in tuning.cc; index = log2(nBytes / 64)).
-const double kTreeCorrectionFactor[kP][23] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+// Tree AllReduce bandwidth correction by size, powers of two from 64 B (index 0) to 512 MiB (index 23)
+// (treeCorrectionFactor in tuning.cc; index = log2(nBytes / 64)). Tree takes indices 0..22; NVLS-Tree
+// 0..23, on sm100 x86 machines only.
+const double kTreeCorrectionFactor[kP][24] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9},
 };
 
 // Threads and thresholds (device.h, comm.h, topo.h).
@@ -162,14 +168,15 @@ int ll_row(const TunerInput& in) {
 const TopoGraph* graph_of(const TunerInput& in, int a) {
   if (a == kRing) return in.ring;
   if (a == kTree || a == kPat) return in.tree;  // NCCL's graphs[NCCL_ALGO_PAT] is the tree graph
-  if (a == kNvls) return in.nvls;
+  if (a == kNvls || a == kNvlsTree) return in.nvls;  // NCCL: graphs[NVLS_TREE] is the NVLS graph
   return nullptr;
 }
 
 // Channels the communicator runs for this algorithm (NCCL's comm->nChannels).
 int comm_channels(const TunerInput& in, int a) {
   const TopoGraph* g = graph_of(in, a);
-  if (a == kNvls) return in.nvls_channels > 0 ? in.nvls_channels : nvls_default_channels(in.sm_min, in.nnodes);
+  if (a == kNvls || a == kNvlsTree)
+    return in.nvls_channels > 0 ? in.nvls_channels : nvls_default_channels(in.sm_min, in.nnodes);
   int explicit_nc = a == kRing ? in.ring_channels : a == kTree || a == kPat ? in.tree_channels : 0;
   if (explicit_nc > 0) return explicit_nc;
   return g != nullptr && g->nchannels > 0 ? g->nchannels : 1;
@@ -200,6 +207,7 @@ bool modelled(CollKind coll, int a) {
   if (a == kPat) return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter;
   if (a == kNvls)
     return coll == CollKind::kAllReduce || coll == CollKind::kAllGather || coll == CollKind::kReduceScatter;
+  if (a == kNvlsTree) return coll == CollKind::kAllReduce;
   return false;
 }
 
@@ -216,7 +224,7 @@ std::string not_modelled_reason(CollKind coll, int a) {
                  ? ""
                  : "NCCL has no NVLS for this collective";
     case AlgoKind::kNvlsTree:
-      return "NVLS-Tree (NVLS inside machines, trees across them) is not implemented in cclab yet";
+      return coll == CollKind::kAllReduce ? "" : "NCCL runs NVLS-Tree for AllReduce only";
     case AlgoKind::kPat:
       return coll == CollKind::kAllGather || coll == CollKind::kReduceScatter
                  ? ""
@@ -247,6 +255,19 @@ double model_latency(const TunerInput& in, CollKind coll, int a, int p, std::str
     return lat;
   }
   const double base = kBaseLatencies[a][p];
+  if (a == kNvlsTree) {
+    // NCCL: base (0) + intraLat + 2 x log2(nNodes) x interLat: one switch round trip inside the machines,
+    // up and down the tree of machines.
+    const int ihw = intra_hw(g);
+    const double intra = hw_lat(in, ihw, a, p);
+    double inter = hw_lat(in, kHwNet, ppn == 1 ? kTree : a, p) + g.latency_inter;
+    if (p == kSimple) inter += g.latency_inter;
+    const int levels = log2i(nnodes);
+    if (how)
+      *how = format("base %s + %s NVLS-Tree %s + 2 x %d levels x NET %s", num(base).c_str(), kHwNames[ihw],
+                    num(intra).c_str(), levels, num(inter).c_str());
+    return base + intra + 2 * levels * inter;
+  }
   const int ihw = intra_hw(g);
   double intra_lat = hw_lat(in, ihw, a, p);
   // With ppn = 1 latencies are fully exposed: NCCL uses the Tree network latency.
@@ -318,22 +339,32 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
   double per_ch = use_intra ? g.bw_intra : g.bw_inter;
   const int nch = g.nchannels;
   std::string s;
-  if (a == kNvls) {
+  if (a == kNvls || a == kNvlsTree) {
     // NVLS busBw per channel: bwIntra x nvlsEfficiency x (nChannels-1)/nChannels, x2 for AllReduce (it
     // pipelines two operations: the reduction and the multicast), else x (ppn-1)/ppn; capped by bwInter.
+    // NVLS-Tree: bwInter counts twice on 2 machines (each head sends and receives half over its NIC:
+    // "Handle 2 node case of NVLSTree"), and perChMaxNVLSTreeBws caps the channel.
     const double eff = kNvlsEfficiency[gi];
     const double ppn = static_cast<double>(in.nranks) / in.nnodes;
     double intra = g.bw_intra * eff * (nch - 1) / nch;
     const double f = coll == CollKind::kAllReduce ? 2.0 : (ppn - 1) / ppn;
     intra *= f;
-    per_ch = std::min(intra, g.bw_inter);
-    s = format("NVLS: min(bwIntra %s x efficiency %s x %d/%d x %s, bwInter %s) = %s; ", num(g.bw_intra).c_str(),
-               num(eff).c_str(), nch - 1, nch, coll == CollKind::kAllReduce ? "2 (two pipelined ops)" : "(ppn-1)/ppn",
-               num(g.bw_inter).c_str(), num(per_ch).c_str());
+    const bool two = a == kNvlsTree && in.nnodes <= 2;
+    const double inter = g.bw_inter * (two ? 2 : 1);
+    per_ch = std::min(intra, inter);
+    std::string cap_s;
+    if (a == kNvlsTree) {
+      per_ch = std::min(per_ch, kPerChMaxNvlsTreeBws[gi][ni]);
+      cap_s = format(", perChMaxNVLSTreeBw %s", num(kPerChMaxNvlsTreeBws[gi][ni]).c_str());
+    }
+    s = format("%s: min(bwIntra %s x efficiency %s x %d/%d x %s, bwInter %s%s%s) = %s; ",
+               a == kNvls ? "NVLS" : "NVLS-Tree", num(g.bw_intra).c_str(), num(eff).c_str(), nch - 1, nch,
+               coll == CollKind::kAllReduce ? "2 (two pipelined ops)" : "(ppn-1)/ppn", num(g.bw_inter).c_str(),
+               two ? " x 2 (2 machines)" : "", cap_s.c_str(), num(per_ch).c_str());
   }
   double bus = nch * per_ch;
   s += format("%d ch x %s GB/s (%s) = %s", nch, num(per_ch).c_str(),
-              a == kNvls ? "NVLS" : use_intra ? "bwIntra" : "bwInter", num(bus).c_str());
+              a == kNvls || a == kNvlsTree ? "NVLS" : use_intra ? "bwIntra" : "bwInter", num(bus).c_str());
   if (a == kRing && p == kLL) {
     double half = bus * .5;
     bus = std::min(ll_max, half);
@@ -379,7 +410,7 @@ double model_bandwidth(const TunerInput& in, CollKind coll, int a, int p, std::s
   if (a == kPat) {
   } else if (a == kNvls && coll != CollKind::kAllReduce) {
     s += "; AllGather/ReduceScatter: bus = algorithm bandwidth";
-  } else if (a == kRing || a == kNvls) {
+  } else if (a == kRing || a == kNvls || a == kNvlsTree) {
     int nsteps = nsteps_of(coll, in.nranks);
     bus *= static_cast<double>(in.nranks) / nsteps;
     s += format("; x nRanks/nsteps %d/%d", in.nranks, nsteps);
@@ -517,6 +548,15 @@ bool is_enabled(const TunerInput& in, CollKind coll, int a, int p, std::string* 
     if (coll != CollKind::kAllReduce && in.nranks / in.nnodes > 32)
       return no("NVLS AllGather/ReduceScatter needs at most 32 ranks per machine (NCCL_MAX_NVLS_ARITY)");
   }
+  if (a == kNvlsTree) {
+    auto no = [&](const std::string& s) {
+      if (why) *why = s;
+      return false;
+    };
+    if (p != kSimple) return no("NVLS-Tree runs the Simple protocol only");
+    if (in.nnodes == 1) return no("NCCL disables NVLS-Tree on one machine (NVLS runs there)");
+    if (in.nvls == nullptr || in.nvls->nchannels < 2) return no("NVLS-Tree needs at least 2 NVLS channels (heads)");
+  }
   if (!in.enable.algo[c][a]) {
     if (why) *why = "disabled by NCCL_ALGO";
     return false;
@@ -553,8 +593,14 @@ std::string combo_name(int a, int p) {
 // [SECTION] CostModel
 // ---------------------------------------------------------------------------------------------------
 
-int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas, int min_ctas, int max_ctas) {
+int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas, int min_ctas, int max_ctas, double nic_bw, int ppn) {
   int ch = sm_min >= 100 ? (nnodes > 1 ? 32 : 24) : 16;  // NVLS_NCHANNELS_SM100 / _SM100_NVL / _SM90
+  // ncclNvlsTreeSm100Tuning (sm100, several machines), by the slowest NIC's GB/s.
+  if (sm_min >= 100 && nnodes > 1 && nic_bw > 0) {
+    if (nnodes == 2 && nic_bw >= 48.0) ch = 32;
+    else if (nic_bw >= 96.0) ch = ppn <= 8 ? 24 : 32;
+    else if (nic_bw >= 48.0) ch = 24;
+  }
   if (nvls_ctas > 0) ch = nvls_ctas;
   if (max_ctas > 0) ch = std::min(ch, max_ctas);
   if (min_ctas > 0) ch = std::max(ch, min_ctas);
@@ -645,7 +691,8 @@ bool CostModel::init(const TunerInput& in, std::string* error) {
   for (int c = 0; c < kNumColls; c++) {
     CollKind coll = static_cast<CollKind>(c);
     for (int a = 0; a < kA; a++) {
-      if (!modelled(coll, a) || graph_of(in, a) == nullptr || (host_model() && a == kNvls)) continue;
+      if (!modelled(coll, a) || graph_of(in, a) == nullptr || (host_model() && (a == kNvls || a == kNvlsTree)))
+        continue;
       for (int p = 0; p < kP; p++) {
         if (host_model()) {
           lat_[c][a][p] = host_latency(in, coll, a, p, 1, nullptr);
@@ -700,6 +747,9 @@ double CostModel::time_us(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind 
   int log_size = log2i(static_cast<long long>(bytes >> 6));
   if (a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23)
     bw *= kTreeCorrectionFactor[p][log_size];
+  if (a == kNvlsTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 24 && in_.sm_min >= 100 &&
+      in_.cpu_arch == CpuArch::kX86)
+    bw *= kTreeCorrectionFactor[p][log_size];
   if (a == kRing && p == kSimple && in_.nnodes > 1 && coll == CollKind::kAllReduce &&
       bytes / (static_cast<size_t>(comm_channels(in_, kRing)) * in_.nranks) >= 64)
     lat *= in_.sm_min < 80 ? kRingPlateauFactorPreAmpere : kRingPlateauFactor;
@@ -720,7 +770,7 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, boo
     // topoGetAlgoInfo: the lowest time wins; ties go to the lower algorithm, then protocol index.
     for (int a = 0; a < kA; a++) {
       if (a == kPat && !allow_pat) continue;
-      if (a == kNvls && !nvls_ok) continue;  // getAlgoInfo: no multimem reduction for this type and op
+      if ((a == kNvls || a == kNvlsTree) && !nvls_ok) continue;  // getAlgoInfo: no multimem reduction here
       for (int p = 0; p < kP; p++) {
         int nc = 1;
         double t = time_us(coll, bytes, static_cast<AlgoKind>(a), static_cast<ProtoKind>(p), num_pipe_ops, &nc);
@@ -748,7 +798,7 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, boo
   long long threshold = kThreadThresholds[best_p];
   if (best_a == kRing && best_p == kLL) threshold *= in_.nranks;
   const long long nbytes = static_cast<long long>(bytes);
-  if (best_a == kNvls) {
+  if (best_a == kNvls || best_a == kNvlsTree) {
     // "NVLS should not need more than 16 channels to get peak BW": comm->nvlsChannels, all threads.
     out.nchannels = static_cast<int>(nc);
     out.nthreads = static_cast<int>(nt);
@@ -776,10 +826,10 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
   if (!modelled(coll, a)) return head + "unavailable - " + not_modelled_reason(coll, a);
   if (graph_of(in_, a) == nullptr)
     return head + "unavailable - " +
-           (a == kNvls && !in_.nvls_why.empty()
+           ((a == kNvls || a == kNvlsTree) && !in_.nvls_why.empty()
                 ? in_.nvls_why
                 : "no " + std::string(algo_name(algo)) + " graph was given" +
-                      (a == kNvls ? " (NVLink SHARP needs an NVSwitch machine of sm90+)" : ""));
+                      (a == kNvls || a == kNvlsTree ? " (NVLink SHARP needs an NVSwitch machine of sm90+)" : ""));
   std::string why;
   if (!is_enabled(in_, coll, a, p, &why)) return head + "unavailable - " + why;
 
@@ -802,7 +852,9 @@ std::string CostModel::explain(CollKind coll, size_t bytes, AlgoKind algo, Proto
     double eff_bw = bw;
     std::string bw_note;
     int log_size = log2i(static_cast<long long>(bytes >> 6));
-    if (a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) {
+    if ((a == kTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 23) ||
+        (a == kNvlsTree && coll == CollKind::kAllReduce && log_size >= 0 && log_size < 24 && in_.sm_min >= 100 &&
+         in_.cpu_arch == CpuArch::kX86)) {
       double f = kTreeCorrectionFactor[p][log_size];
       eff_bw = bw * f;
       bw_note = format(" = %.1f x tree correction %s", bw, num(f).c_str());
@@ -891,7 +943,7 @@ std::string CostModel::describe() const {
     out += format("  PAT (AllGather/ReduceScatter, tree graph): %s\n",
                   is_enabled(in, CollKind::kAllGather, kPat, kSimple, &why) ? "on (Simple)" : why.c_str());
   }
-  out += "  CollNetDirect/CollNetChain (SHARP) and NVLSTree are not modelled by cclab: bandwidth 0\n";
+  out += "  CollNetDirect/CollNetChain (SHARP) are not modelled by cclab: bandwidth 0\n";
 
   // The TUNING table, in NCCL's layout: blocks of three algorithms, rows in ncclFunc_t order,
   // "latency(us)/bandwidth(GB/s)" per protocol.

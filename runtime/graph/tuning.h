@@ -8,10 +8,10 @@
 // time among enabled combinations) and the channel/thread trimming for small sizes. Constants are in
 // tuning.cc with the NCCL table each comes from (../shared/reference/nccl-facts.md section 3).
 //
-// cclab runs Ring (every collective), Tree (AllReduce) and NVLS (AllReduce, AllGather, ReduceScatter on
-// one NVSwitch machine of sm90+: kernels/nvls.h); CollNet, NVLS-Tree and PAT need hardware cclab does
-// not model (SHARP switches) or are not implemented, so the model reports them as unavailable
-// (time < 0) rather than inventing numbers.
+// cclab runs Ring (every collective), Tree (AllReduce), PAT (AllGather, ReduceScatter), NVLS (AllReduce,
+// AllGather, ReduceScatter on one NVSwitch machine of sm90+: kernels/nvls.h) and NVLS-Tree (AllReduce
+// across NVSwitch machines: kernels/nvls_tree.h); CollNet needs hardware cclab does not model (SHARP
+// switches), so the model reports it as unavailable (time < 0) rather than inventing numbers.
 #pragma once
 
 #include <cstddef>
@@ -77,7 +77,11 @@ struct TunerChoice {
 // NCCL's NVLS_NCHANNELS: 16 on sm90, on sm100+ 24 on one machine (NVLS_NCHANNELS_SM100_NVL) and 32
 // across machines; a config's nvlsCTAs (>0) replaces it; then clamped to [min_ctas, max_ctas] (the
 // config's minCTAs/maxCTAs; <= 0: no bound) as ncclNvlsInit does.
-int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas = 0, int min_ctas = 0, int max_ctas = 0);
+// On sm100 across machines NCCL 2.28.9 tunes them by the slowest NIC (nic_bw GB/s, 0 = unknown) and
+// the ranks per machine (ncclNvlsTreeSm100Tuning): 32 on 2 machines with >= 48 GB/s NICs, else 24 with
+// 48..96 GB/s NICs or >= 96 GB/s and <= 8 ranks per machine.
+int nvls_default_channels(int sm_min, int nnodes, int nvls_ctas = 0, int min_ctas = 0, int max_ctas = 0,
+                          double nic_bw = 0, int ppn = 0);
 
 // NCCL's ncclNvlsSupported: the multimem reductions exist for sum, min and max on (u)int32, (u)int64,
 // half and bfloat16, and for sum on float and double. `type` is ncclDataType_t, `op` ncclRedOp_t (avg

@@ -986,10 +986,10 @@ TEST(SimCli, ChannelsAndThreadsAreTheTunersChoice) {
         const auto f = split_csv(csv[i + 1]);
         ASSERT_EQ(f.size(), 16u) << csv[i + 1];
         EXPECT_EQ(f[0], rows[i][0]);
-        EXPECT_EQ(f[9] + "/" + f[10], rows[i][8]) << "size " << f[0];
-        EXPECT_EQ(f[11], rows[i][9]) << "channels at size " << f[0];
-        EXPECT_EQ(f[15], rows[i][10]) << "threads at size " << f[0];
-        for (int k = 1; k <= 7; ++k)  // the starred prediction is the simulator's `predicted`
+        EXPECT_EQ(f[9] + "/" + f[10], rows[i][9]) << "size " << f[0];
+        EXPECT_EQ(f[11], rows[i][10]) << "channels at size " << f[0];
+        EXPECT_EQ(f[15], rows[i][11]) << "threads at size " << f[0];
+        for (int k = 1; k <= 8; ++k)  // the starred prediction is the simulator's `predicted`
           if (rows[i][k].back() == '*') {
             EXPECT_NEAR(std::stod(f[13]), std::stod(rows[i][k]), 0.006) << "size " << f[0];
           }

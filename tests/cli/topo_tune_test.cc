@@ -423,13 +423,13 @@ TEST(TuneTable, OneRowPerSizeWithTheChoiceMarked) {
   ASSERT_EQ(lines.size(), sizes.size() + 1);
   const std::vector<std::string> header = fields_of(lines[0]);
   const std::vector<std::string> want = {"#",          "size",        "Ring/LL", "Ring/LL128", "Ring/Simple", "Tree/LL",
-                                         "Tree/LL128", "Tree/Simple", "NVLS/Simple", "choice",  "channels",   "threads"};
+                                         "Tree/LL128", "Tree/Simple", "NVLS/Simple", "NVLSTree/Simple", "choice",  "channels",   "threads"};
   EXPECT_EQ(header, want) << lines[0];
   const auto rows = table_rows(text);
   ASSERT_EQ(rows.size(), sizes.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    ASSERT_EQ(r.size(), 11u) << lines[i + 1];
+    ASSERT_EQ(r.size(), 12u) << lines[i + 1];
     EXPECT_EQ(r[0], std::to_string(sizes[i]));
     const TunerChoice ch = h.model.choose(CollKind::kAllReduce, sizes[i]);
     ASSERT_TRUE(ch.valid);
@@ -448,9 +448,9 @@ TEST(TuneTable, OneRowPerSizeWithTheChoiceMarked) {
       EXPECT_EQ(star, c.algo == ch.algo && c.proto == ch.proto) << lines[i + 1];
     }
     EXPECT_EQ(marked, 1) << lines[i + 1];
-    EXPECT_EQ(r[8], std::string(algo_name(ch.algo)) + "/" + proto_name(ch.proto));
-    EXPECT_EQ(r[9], std::to_string(ch.nchannels));
-    EXPECT_EQ(r[10], std::to_string(ch.nthreads));
+    EXPECT_EQ(r[9], std::string(algo_name(ch.algo)) + "/" + proto_name(ch.proto));
+    EXPECT_EQ(r[10], std::to_string(ch.nchannels));
+    EXPECT_EQ(r[11], std::to_string(ch.nthreads));
   }
 }
 
@@ -472,7 +472,8 @@ TEST(TuneTable, TreeColumnsAreDashesWhereTreeDoesNotApplyOrIsDisabled) {
   for (const auto& r : table_rows(format_tune_table(ring_only.model, CollKind::kAllReduce, {8, 1 * GiB}))) {
     EXPECT_EQ(r[4], "-");
     EXPECT_EQ(r[7], "-");  // no NVLS graph
-    EXPECT_EQ(r[8].rfind("Ring/", 0), 0u);
+    EXPECT_EQ(r[8], "-");  // nor NVLS-Tree
+    EXPECT_EQ(r[9].rfind("Ring/", 0), 0u);
   }
   // Nothing enabled for AllGather: every cell "-", the choice "none".
   HandMade tree_only("tree");
@@ -507,8 +508,8 @@ TEST(TuneTable, DgxH100AllReduceChoices) {
   ASSERT_TRUE(model.init(in, &err)) << err;
   const auto rows = table_rows(format_tune_table(model, CollKind::kAllReduce, {8, 1 * GiB}));
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_TRUE(rows[0][8] == "Ring/LL" || rows[0][8] == "Tree/LL") << rows[0][8];
-  EXPECT_EQ(rows[1][8], "Ring/Simple");
+  EXPECT_TRUE(rows[0][9] == "Ring/LL" || rows[0][9] == "Tree/LL") << rows[0][9];
+  EXPECT_EQ(rows[1][9], "Ring/Simple");
   EXPECT_EQ(rows[1][3].back(), '*');  // the Ring/Simple cell carries the mark
 }
 
@@ -540,9 +541,9 @@ TEST(TuneCli, SmallAllReduceChoosesLL) {
   const auto rows = table_rows(r.out);
   ASSERT_EQ(rows.size(), 1u) << r.out;
   EXPECT_EQ(rows[0][0], "8");
-  EXPECT_EQ(rows[0][8].substr(rows[0][8].find('/')), "/LL") << r.out;
+  EXPECT_EQ(rows[0][9].substr(rows[0][9].find('/')), "/LL") << r.out;
   int marked = 0;
-  for (int k = 1; k <= 7; ++k) marked += rows[0][k].back() == '*' ? 1 : 0;
+  for (int k = 1; k <= 8; ++k) marked += rows[0][k].back() == '*' ? 1 : 0;
   EXPECT_EQ(marked, 1) << r.out;
   EXPECT_TRUE(contains(r.out, "# Ring graph: Pattern 4")) << r.out;
 }
@@ -553,7 +554,7 @@ TEST(TuneCli, OneGiBAllReduceChoosesNvlsAndDefaultSweep) {
   auto rows = table_rows(r.out);
   ASSERT_EQ(rows.size(), 1u) << r.out;
   EXPECT_EQ(rows[0][0], "1073741824");
-  EXPECT_EQ(rows[0][8], "NVLS/Simple") << r.out;
+  EXPECT_EQ(rows[0][9], "NVLS/Simple") << r.out;
   r = run("tune --topo dgx-h100 all_reduce");
   ASSERT_EQ(r.status, 0) << r.err;
   rows = table_rows(r.out);
@@ -582,7 +583,7 @@ TEST(TuneCli, ExplainNamesTheWinner) {
 TEST(TuneCli, EnvironmentRestrictsAndInvalidValuesExit2) {
   RunResult r = run("tune --topo dgx-h100 all_reduce -b 8 -e 1G -f 1024", "NCCL_PROTO=Simple");
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& row : table_rows(r.out)) EXPECT_EQ(row[8].substr(row[8].find('/')), "/Simple") << r.out;
+  for (const auto& row : table_rows(r.out)) EXPECT_EQ(row[9].substr(row[9].find('/')), "/Simple") << r.out;
 
   AlgoProtoEnable probe;
   std::string parser_msg;

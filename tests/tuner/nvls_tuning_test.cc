@@ -2,7 +2,8 @@
 // channels.cc add_nvls, tuning.cc): the NVLS graph NCCL 2.28.9's search finds on the presets and on
 // NCCL XML topologies with and without NVLS capability, the NVLS rows of the cost model worked out from
 // NCCL's formulas, the enabling rules (NCCL_NVLS_ENABLE, Simple only, one machine, the op and datatype
-// table, channels) and the choices on dgx-h100.
+// table, channels) and the choices on dgx-h100; NVLS-Tree across machines (the multi-machine NVLS graph,
+// its rows from NCCL's formulas, its rules and NCCL's choices on dgx-h100:2 / :4 and dgx-b200:2).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,7 +20,7 @@ namespace {
 
 constexpr CollKind AR = CollKind::kAllReduce, AG = CollKind::kAllGather, RS = CollKind::kReduceScatter,
                    BC = CollKind::kBroadcast;
-constexpr AlgoKind NVLS = AlgoKind::kNvls;
+constexpr AlgoKind NVLS = AlgoKind::kNvls, NVLSTREE = AlgoKind::kNvlsTree;
 constexpr ProtoKind LL = ProtoKind::kLL, LL128 = ProtoKind::kLL128, SIMPLE = ProtoKind::kSimple;
 constexpr size_t MiB = 1024 * 1024, GiB = 1024 * MiB;
 
@@ -198,6 +199,105 @@ TEST(NvlsTuner, ChannelsAndOpTable) {
   EXPECT_DOUBLE_EQ(nvls_efficiency(90), 0.85);
   EXPECT_DOUBLE_EQ(nvls_efficiency(100), 0.74);
   EXPECT_DOUBLE_EQ(nvls_efficiency(80), 0.0);
+}
+
+// Across machines NCCL's NVLS search starts at the NETs: one head per NET's local GPU (dgx-h100: GPU i
+// has NIC i, 8 heads), the inter speed ladder {48, 45, 42, 40, ...}: 9 x 48 = 432 > 370.8 GB/s of
+// NVLinks to the switch, 9 x 40 = 360 fits, so bwIntra 40; pass 2 raises bwInter to 48, the most a
+// 400 Gb/s NIC's path carries (< 2 x 40). dgx-b200 (sm100 ladder {96, 48, ...}): the NIC (50 GB/s)
+// caps both at 48.
+TEST(NvlsTreeGraph, AcrossMachines) {
+  TopoGraph g;
+  std::string why;
+  ASSERT_TRUE(search_nvls_graph(preset("dgx-h100", 2), &g, &why)) << why;
+  EXPECT_EQ(g.nchannels, 8);
+  EXPECT_EQ(g.bw_intra, 40.0);
+  EXPECT_EQ(g.bw_inter, 48.0);
+  EXPECT_EQ(g.type_inter, PathType::kPix);
+  for (int c = 0; c < 8; ++c) EXPECT_EQ(g.intra[c][0], c) << "head of channel " << c;
+  ASSERT_TRUE(search_nvls_graph(preset("dgx-b200", 2), &g, &why)) << why;
+  EXPECT_EQ(g.nchannels, 8);
+  EXPECT_EQ(g.bw_intra, 48.0);
+  EXPECT_EQ(g.bw_inter, 48.0);
+}
+
+// NCCL's NVLS-Tree rows (tuning.cc): per channel min(bwIntra x 0.85 x 7/8 x 2, bwInter x (2 on <= 2
+// machines), perChMaxNVLSTreeBw), x 8 channels, x nRanks / (2 (nRanks - 1)); latency 0 + NVLink 25 +
+// 2 log2(nNodes) x NET 20.9 (latencyInter 0 on the preset).
+TEST(NvlsTreeTuner, RowsFromNcclsFormulas) {
+  Model two(preset("dgx-h100", 2));
+  // 2 machines: min(59.5, 96, 57.7) = 57.7 (Hopper N2 cap).
+  EXPECT_NEAR(two.model.bandwidth(AR, NVLSTREE, SIMPLE), 8 * 57.7 * 16 / 30, 1e-4);
+  EXPECT_NEAR(two.model.latency_us(AR, NVLSTREE, SIMPLE), 25 + 2 * 1 * 20.9, 1e-4);
+  for (ProtoKind p : {LL, LL128}) EXPECT_EQ(two.model.bandwidth(AR, NVLSTREE, p), 0);
+  for (CollKind c : {AG, RS, BC}) EXPECT_EQ(two.model.bandwidth(c, NVLSTREE, SIMPLE), 0);
+  EXPECT_NE(two.model.explain(AR, GiB, NVLSTREE, LL).find("Simple protocol only"), std::string::npos);
+  EXPECT_NE(two.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("x 2 (2 machines)"), std::string::npos);
+  // 4 machines: min(59.5, 48, 45.5) = 45.5 (Hopper N4 cap); 2 levels.
+  Model four(preset("dgx-h100", 4));
+  EXPECT_NEAR(four.model.bandwidth(AR, NVLSTREE, SIMPLE), 8 * 45.5 * 32 / 62, 1e-4);
+  EXPECT_NEAR(four.model.latency_us(AR, NVLSTREE, SIMPLE), 25 + 2 * 2 * 20.9, 1e-4);
+  // dgx-b200:2: min(48 x 0.74 x 7/8 x 2 = 62.16, 96, 96); 32 NVLS channels (ncclNvlsTreeSm100Tuning:
+  // 2 machines, 50 GB/s NICs); the sm100 x86 tree correction applies to the time.
+  Model b200(preset("dgx-b200", 2));
+  EXPECT_NEAR(b200.model.bandwidth(AR, NVLSTREE, SIMPLE), 8 * 62.16 * 16 / 30, 1e-3);
+  const double bw = b200.model.bandwidth(AR, NVLSTREE, SIMPLE);
+  EXPECT_NEAR(b200.model.time_us(AR, 64 * MiB, NVLSTREE, SIMPLE),
+              b200.model.latency_us(AR, NVLSTREE, SIMPLE) + 64.0 * MiB / (1000.0 * bw * 0.8), 1e-3);  // log2(64 MiB / 64) = 20: 0.8
+  EXPECT_EQ(b200.model.choose(AR, GiB).nchannels, 32);
+}
+
+// NCCL's choices: dgx-h100:2 runs NVLS-Tree from 4 MiB up (83.8 us against Tree/LL128's 84.2), on the
+// 16 NVLS channels of 640 threads; dgx-h100:4 from 16 MiB to 256 MiB and Ring/Simple beyond (364 GB/s
+// bus against Ring's 384); dgx-b200:2 from 4 MiB up.
+TEST(NvlsTreeTuner, ChoicesAcrossMachines) {
+  Model two(preset("dgx-h100", 2));
+  EXPECT_EQ(choice_str(two.model.choose(AR, 2 * MiB)), "Tree/LL128");
+  for (size_t b = 4 * MiB; b <= 8 * GiB; b *= 4) {
+    const TunerChoice c = two.model.choose(AR, b);
+    EXPECT_EQ(choice_str(c), "NVLSTree/Simple") << b;
+    EXPECT_EQ(c.nchannels, 16);
+    EXPECT_EQ(c.nthreads, 640);
+  }
+  Model four(preset("dgx-h100", 4));
+  EXPECT_EQ(choice_str(four.model.choose(AR, 4 * MiB)), "Tree/LL128");
+  EXPECT_EQ(choice_str(four.model.choose(AR, 16 * MiB)), "NVLSTree/Simple");
+  EXPECT_EQ(choice_str(four.model.choose(AR, 256 * MiB)), "NVLSTree/Simple");
+  EXPECT_EQ(choice_str(four.model.choose(AR, GiB)), "Ring/Simple");
+  Model b200(preset("dgx-b200", 2));
+  EXPECT_EQ(choice_str(b200.model.choose(AR, 4 * MiB)), "NVLSTree/Simple");
+  // No multimem reduction for the call (a product, an average, int8): not NVLS-Tree.
+  EXPECT_EQ(two.model.choose(AR, GiB, 1, true, false).algo, AlgoKind::kRing);
+}
+
+TEST(NvlsTreeTuner, EnablingRules) {
+  // One machine: NCCL disables NVLS-Tree (NVLS runs there).
+  Model one(preset("dgx-h100"));
+  EXPECT_EQ(one.model.bandwidth(AR, NVLSTREE, SIMPLE), 0);
+  EXPECT_NE(one.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("one machine"), std::string::npos);
+  // NCCL_NVLS_ENABLE=0, and machines without NVLS (sm80): none.
+  Model off(preset("dgx-h100", 2), 0), a100(preset("dgx-a100", 2));
+  EXPECT_EQ(off.model.bandwidth(AR, NVLSTREE, SIMPLE), 0);
+  EXPECT_NE(off.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("NCCL_NVLS_ENABLE=0"), std::string::npos);
+  EXPECT_EQ(a100.model.bandwidth(AR, NVLSTREE, SIMPLE), 0);
+  // NCCL_ALGO: "NVLSTree" alone forces it, "^NVLSTree" removes it.
+  Model two(preset("dgx-h100", 2));
+  std::string why, err;
+  for (const char* env : {"NVLSTree", "^NVLSTree"}) {
+    two.in.enable = AlgoProtoEnable();
+    ASSERT_EQ(parse_algo_env(env, &two.in.enable, &why), ncclSuccess) << why;
+    ASSERT_TRUE(two.model.init(two.in, &err)) << err;
+    const bool only = env[0] != '^';
+    EXPECT_EQ(two.model.choose(AR, 1024).algo == NVLSTREE, only) << env;
+    EXPECT_EQ(two.model.choose(AR, GiB).algo == NVLSTREE, only) << env;
+    if (!only) EXPECT_NE(two.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("NCCL_ALGO"), std::string::npos);
+  }
+  // A machine with one NIC has one head: NVLS-Tree needs two channels.
+  EXPECT_EQ(nvls_default_channels(100, 4, 0, 0, 0, 50.0, 8), 24);
+  EXPECT_EQ(nvls_default_channels(100, 2, 0, 0, 0, 50.0, 8), 32);
+  EXPECT_EQ(nvls_default_channels(100, 4, 0, 0, 0, 100.0, 8), 24);
+  EXPECT_EQ(nvls_default_channels(100, 4, 0, 0, 0, 100.0, 16), 32);
+  EXPECT_EQ(nvls_default_channels(90, 4, 0, 0, 0, 50.0, 8), 16);
 }
 
 }  // namespace

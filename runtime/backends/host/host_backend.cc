@@ -111,7 +111,7 @@ ncclResult_t fail_from_exec(ncclComm_t comm, const HostExec& ex, const char* wha
 // are left waiting for it, so the communicator is aborted (their waits end) and keeps the error.
 ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& why, uint64_t seq) {
   poison_connections(comm);
-  const std::string name = comm->custom_algo != nullptr ? comm->custom_algo->name : std::string("NVLS");
+  const std::string name = comm->custom_algo != nullptr ? comm->custom_algo->name : std::string("NVLS/NVLSTree");
   const std::string msg = std::string(op.fn) + " (algorithm " + name + "): " + why;
   set_async_error(comm, ncclInvalidUsage, msg);
   doctor_op_end(comm, seq, false, msg);
@@ -126,7 +126,8 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   ncclResult_t res = prepare_collective(comm, op, &w, &algo, &total);
   if (res != ncclSuccess) return res;
   const bool tree = algo == AlgoKind::kTree;
-  const bool nvls = algo == AlgoKind::kNvls;
+  const bool nvls = algo == AlgoKind::kNvls || algo == AlgoKind::kNvlsTree;
+  const bool nvls_tree = algo == AlgoKind::kNvlsTree;
   const bool custom = algo == AlgoKind::kCustom;
   // A custom algorithm's connections by peer rank (nullptr: not a peer), per channel.
   std::vector<std::vector<ConnInfo*>> custom_send, custom_recv;
@@ -185,8 +186,23 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       return;
     }
     if (nvls) {
-      if (!nvls_fn(ex, w, ch.nvls, c) && ex.failure() == WaitFailure::kNone)
-        custom_failure[c] = "the NVLS schedule refused the operation";
+      NvlsTreeConns tc;
+      if (nvls_tree) {
+        if (ch.nvls_tree.up >= 0) {
+          PeerConns& pc = ch.peers[ch.nvls_tree.up];
+          tc.up_recv = &pc.recv[w.proto].info;
+          tc.up_send = &pc.send[w.proto].info;
+        }
+        tc.ndown = ch.nvls_tree.ndown;
+        for (int i = 0; i < ch.nvls_tree.ndown; ++i) {
+          PeerConns& pc = ch.peers[ch.nvls_tree.down[i]];
+          tc.down_recv[i] = &pc.recv[w.proto].info;
+          tc.down_send[i] = &pc.send[w.proto].info;
+        }
+      }
+      if (!nvls_fn(ex, w, ch.nvls, c, nvls_tree ? &tc : nullptr) && ex.failure() == WaitFailure::kNone)
+        custom_failure[c] = nvls_tree ? "the NVLS-Tree schedule refused the operation"
+                                      : "the NVLS schedule refused the operation";
       return;
     }
     if (tree) {

@@ -11,7 +11,8 @@ namespace cclab {
                         const TreeConns& conns, int channel);                                         \
   bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
                        void* scratch);                                                                \
-  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel,             \
+                        const NvlsTreeConns* tree);
 CCLAB_DECLARE_KERNEL(int8)
 CCLAB_DECLARE_KERNEL(uint8)
 CCLAB_DECLARE_KERNEL(int32)

@@ -23,13 +23,14 @@ using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& 
 
 // PAT all_gather / reduce_scatter: `scratch` holds pat_scratch_bytes(w) bytes.
 using HostPatFn = bool (*)(HostExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
-using HostNvlsFn = bool (*)(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel);
+// tree == nullptr: NVLS on one machine; else NVLS-Tree with this head's connections on the channel's tree.
+using HostNvlsFn = bool (*)(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel, const NvlsTreeConns* tree);
 
 // The ring kernel for `type` (a valid ncclDataType_t).
 HostCollFn host_coll_kernel(ncclDataType_t type);
 // The tree all_reduce kernel for `type`.
 HostTreeFn host_tree_kernel(ncclDataType_t type);
-// The NVLS kernel (AllReduce, AllGather, ReduceScatter) for `type`.
+// The NVLS kernel (AllReduce, AllGather, ReduceScatter; NVLS-Tree AllReduce) for `type`.
 HostNvlsFn host_nvls_kernel(ncclDataType_t type);
 
 // The PAT kernel for `type`.

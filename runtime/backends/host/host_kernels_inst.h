@@ -19,7 +19,9 @@
                        void* scratch) {                                                               \
     return run_pat_channel<T, HostExec>(exec, w, conns, channel, static_cast<T*>(scratch));           \
   }                                                                                                   \
-  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel) {             \
-    return run_nvls_channel<T, HostExec>(exec, w, conn, channel);                                     \
+  bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel,             \
+                        const NvlsTreeConns* tree) {                                                  \
+    return tree != nullptr ? run_nvls_tree_channel<T, HostExec>(exec, w, conn, *tree, channel)        \
+                           : run_nvls_channel<T, HostExec>(exec, w, conn, channel);                   \
   }                                                                                                   \
   }

@@ -1,0 +1,164 @@
+// NVLS-Tree on the host backend (kernels/nvls.h, run_nvls_tree_channel): with CCLAB_TOPO=dgx-h100:M (NVSwitch
+// machines of sm90 with a NIC per GPU) and NCCL_ALGO=NVLSTree, AllReduce runs NCCL's NVLS-Tree - every rank
+// scatters into its machine's NVLS memory, each head load-reduces its part over its machine, the heads of a
+// part reduce up and broadcast down the channel's tree of machines, and multicast the result back into
+// their machine - and the results are byte-exact for every datatype and op NVLS supports, odd counts, in
+// place and out of place, 2 and 3 machines, one and two channels (the two trees of the double binary tree),
+// with a small NCCL_NVLS_CHUNKSIZE so that a call wraps the FIFOs many times. Inputs are small integers, so
+// every order of the reduction gives the same bits. Also: the default choice on dgx-h100:2 is NVLS-Tree for
+// a large AllReduce (NCCL's), and a call NVLS cannot reduce (a product) leaves NCCL_ALGO=NVLSTree nothing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../base/test_env.h"
+#include "comm_fixture.h"
+#include "kernels/dtypes.h"
+
+using cclab_test::Comms;
+using cclab_test::run_ranks;
+
+namespace {
+
+using Env = cclab::testing_env::ScopedEnv;
+
+template <typename T>
+T make(int v) {
+  if constexpr (std::is_same<T, cclab::half_t>::value || std::is_same<T, cclab::bfloat16_t>::value)
+    return cclab::from_float<T>(static_cast<float>(v));
+  else
+    return static_cast<T>(v);
+}
+
+// Rank r's value at element e: -4..4 (0..3 for unsigned types): every partial sum of 24 ranks is exact.
+template <typename T>
+int gen(int r, size_t e) {
+  const uint64_t h = ((e + 1) * 0x9e3779b97f4a7c15ull) ^ ((static_cast<uint64_t>(r) + 7) * 0xc2b2ae3d27d4eb4full);
+  const int v = static_cast<int>((h ^ (h >> 29)) % 9) - 4;
+  return std::is_unsigned<T>::value ? (v + 4) % 4 : v;
+}
+
+int fold(ncclRedOp_t op, int a, int b) { return op == ncclSum ? a + b : op == ncclMax ? (a > b ? a : b) : (a < b ? a : b); }
+
+// One AllReduce on every rank; "" or what went wrong. Checks every rank's bytes and that NVLS-Tree ran:
+// a head sent its part to another machine (a step whose peer is on another machine).
+template <typename T>
+std::string run_case(const Comms& comms, int per_machine, ncclDataType_t type, ncclRedOp_t op, size_t count,
+                     bool in_place) {
+  const int n = comms.size();
+  std::vector<std::vector<T>> in(n, std::vector<T>(count)), out(n, std::vector<T>(count, make<T>(99)));
+  for (int r = 0; r < n; ++r)
+    for (size_t e = 0; e < count; ++e) in[r][e] = make<T>(gen<T>(r, e));
+  std::vector<cclab_test::EventRecorder> rec(n);
+  for (int r = 0; r < n; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+  std::vector<ncclResult_t> res(n, ncclSuccess);
+  run_ranks(n, [&](int r) {
+    if (in_place) std::memcpy(out[r].data(), in[r].data(), count * sizeof(T));
+    res[r] = ncclAllReduce(in_place ? out[r].data() : in[r].data(), out[r].data(), count, type, op, comms[r], nullptr);
+  });
+  for (int r = 0; r < n; ++r) cclabCommSetObserver(comms[r], nullptr, nullptr);
+  for (int r = 0; r < n; ++r)
+    if (res[r] != ncclSuccess) return "rank " + std::to_string(r) + ": " + ncclGetLastError(nullptr);
+  for (size_t e = 0; e < count; ++e) {
+    int want = gen<T>(0, e);
+    for (int q = 1; q < n; ++q) want = fold(op, want, gen<T>(q, e));
+    const T w = make<T>(want);
+    for (int r = 0; r < n; ++r)
+      if (std::memcmp(&out[r][e], &w, sizeof(T)) != 0)
+        return "rank " + std::to_string(r) + " element " + std::to_string(e) + ": wrong bytes (want " +
+               std::to_string(want) + ")";
+  }
+  bool across = false;
+  for (const cclabStepEvent_t& ev : rec[0].events)
+    across |= ev.sendPeer >= 0 && ev.sendPeer / per_machine != 0;
+  if (count > 0 && !across) return "rank 0 sent nothing to another machine (not NVLS-Tree?)";
+  return "";
+}
+
+std::string dispatch(const Comms& comms, int pm, ncclDataType_t t, ncclRedOp_t op, size_t count, bool ip) {
+  switch (t) {
+    case ncclInt32: return run_case<int32_t>(comms, pm, t, op, count, ip);
+    case ncclUint32: return run_case<uint32_t>(comms, pm, t, op, count, ip);
+    case ncclInt64: return run_case<int64_t>(comms, pm, t, op, count, ip);
+    case ncclUint64: return run_case<uint64_t>(comms, pm, t, op, count, ip);
+    case ncclFloat16: return run_case<cclab::half_t>(comms, pm, t, op, count, ip);
+    case ncclFloat32: return run_case<float>(comms, pm, t, op, count, ip);
+    case ncclFloat64: return run_case<double>(comms, pm, t, op, count, ip);
+    case ncclBfloat16: return run_case<cclab::bfloat16_t>(comms, pm, t, op, count, ip);
+    default: return "unknown type";
+  }
+}
+
+struct TypeCase {
+  ncclDataType_t type;
+  bool minmax;  // NVLS reduces min and max too (not float / double)
+};
+const TypeCase kReducing[] = {{ncclInt32, true}, {ncclUint32, true}, {ncclInt64, true}, {ncclUint64, true},
+                              {ncclFloat16, true}, {ncclBfloat16, true}, {ncclFloat32, false}, {ncclFloat64, false}};
+
+class NvlsTreeMatrix : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(NvlsTreeMatrix, ByteExact) {
+  const int machines = std::get<0>(GetParam()), nch = std::get<1>(GetParam());
+  Env env{{"CCLAB_TOPO", "dgx-h100:" + std::to_string(machines)}, {"NCCL_ALGO", "NVLSTree"},
+          {"NCCL_NVLS_CHUNKSIZE", "4096"}, {"CCLAB_MIN_CHANNEL_BYTES", "512"}, {"CCLAB_TIMEOUT", "120"}};
+  const int n = 8 * machines;
+  Comms comms(n, nch);
+  ASSERT_NE(comms[0], nullptr);
+  int cases = 0, failures = 0;
+  for (size_t count : {size_t{1}, size_t{7}, size_t{4099}, size_t{100003}})
+    for (bool ip : {false, true})
+      for (const TypeCase& tc : kReducing)
+        for (ncclRedOp_t op : {ncclSum, ncclMax, ncclMin}) {
+          if (op != ncclSum && !tc.minmax) continue;
+          // The large count on a few types only: the schedule is the same for every type.
+          if (count > 5000 && tc.type != ncclFloat32 && tc.type != ncclBfloat16 && tc.type != ncclUint64) continue;
+          ++cases;
+          const std::string err = dispatch(comms, 8, tc.type, op, count, ip);
+          if (!err.empty() && ++failures <= 10)
+            ADD_FAILURE() << "type " << tc.type << " op " << op << " count " << count << (ip ? " in place" : "")
+                          << " machines " << machines << " ch " << nch << ": " << err;
+        }
+  EXPECT_EQ(failures, 0) << "of " << cases << " cases";
+}
+
+INSTANTIATE_TEST_SUITE_P(Machines, NvlsTreeMatrix, ::testing::Combine(::testing::Values(2, 3), ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return "m" + std::to_string(std::get<0>(info.param)) + "_ch" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// NCCL's choice on two DGX H100: Tree/LL128 at 1 MiB, NVLS-Tree at 16 MiB (float sum).
+TEST(NvlsTree, DefaultChoiceOnTwoDgxH100) {
+  Env env{{"CCLAB_TOPO", "dgx-h100:2"}, {"CCLAB_TIMEOUT", "120"}};
+  Comms comms(16, 2);
+  for (size_t count : {size_t{1} << 18, size_t{4} << 20}) {
+    std::vector<std::vector<float>> buf(16, std::vector<float>(count, 1.0f));
+    std::vector<cclab_test::EventRecorder> rec(16);
+    for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+    run_ranks(16, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr));
+    });
+    for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], nullptr, nullptr);
+    EXPECT_EQ(buf[11][count - 1], 16.0f);
+    // NVLS-Tree's head multicasts its part into the broadcast FIFO: a copySend to no one but itself.
+    bool mc = false;
+    for (const cclabStepEvent_t& e : rec[3].events) mc |= e.prim == cclabPrimCopySend && e.sendPeer == 3 && e.recvPeer < 0;
+    EXPECT_EQ(mc, count > (size_t{1} << 18)) << "count " << count;
+  }
+}
+
+// A product has no multimem reduction: with NCCL_ALGO=NVLSTree nothing is left to run.
+TEST(NvlsTree, UnsupportedOpLeavesNothingToRun) {
+  Env env{{"CCLAB_TOPO", "dgx-h100:2"}, {"NCCL_ALGO", "NVLSTree"}, {"CCLAB_TIMEOUT", "30"}};
+  Comms comms(16, 1);
+  std::vector<float> a(64, 1.0f), b(64);
+  std::vector<ncclResult_t> res(16);
+  run_ranks(16, [&](int r) { res[r] = ncclAllReduce(a.data(), b.data(), 64, ncclFloat32, ncclProd, comms[r], nullptr); });
+  EXPECT_EQ(res[0], ncclInvalidUsage);
+}
+
+}  // namespace
