@@ -22,8 +22,10 @@
                       void* scratch) {                                                                \
     return run_pat_channel<T, SimExec>(exec, w, conns, channel, static_cast<T*>(scratch));            \
   }                                                                                                   \
-  bool sim_nvls_##NAME(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles) {    \
-    return run_nvls_channel<T, SimExec>(exec, w, conn, channel, roles);                               \
+  bool sim_nvls_##NAME(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles,      \
+                       const NvlsTreeConns* tree) {                                                   \
+    return tree != nullptr ? run_nvls_tree_channel<T, SimExec>(exec, w, conn, *tree, channel, roles)  \
+                           : run_nvls_channel<T, SimExec>(exec, w, conn, channel, roles);             \
   }                                                                                                   \
   }                                                                                                   \
   }

@@ -385,12 +385,27 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       }
       nvls_step_bytes_ = static_cast<int>(b);
     }
-    if (enable == 0 || (!shared_platform_ && hooks_ == nullptr && nmachines_ == 1 && custom_ == nullptr)) {
+    if (enable == 0 || (!shared_platform_ && hooks_ == nullptr && custom_ == nullptr)) {
       add_nvls(topo_, enable, &nvls_graph_, &in, 0, cfg_.min_channels, cfg_.max_channels);
+      if (in.nvls != nullptr && nmachines_ > 1) {
+        std::string why;
+        if (!nvls_tree_setup(&why)) {
+          in.nvls = nullptr;
+          in.nvls_why = why;
+        }
+      }
       nvls_ = in.nvls != nullptr;
+      nvls_tree_ = nvls_ && nmachines_ > 1;
+      int64_t tree_max = -2;
+      if (const char* v = getenv("NCCL_NVLSTREE_MAX_CHUNKSIZE")) tree_max = std::atoll(v);
+      if (tree_max != -2 && (tree_max < 512 || tree_max % 512 != 0 || tree_max > (1 << 30))) {
+        *error = std::string("NCCL_NVLSTREE_MAX_CHUNKSIZE=") + std::to_string(tree_max) +
+                 ": it must be a multiple of 512 bytes, 512 B to 1 GiB";
+        return false;
+      }
+      nvls_tree_max_chunk_ = nvls_tree_max_chunk(nmachines_, nvls_step_bytes_, static_cast<int>(tree_max));
     } else {
-      in.nvls_why = nmachines_ > 1 ? "NVLS across machines (NVLS-Tree) is not implemented in cclab yet"
-                                   : "the runtime's simulated communicators run Ring and Tree";
+      in.nvls_why = "the runtime's simulated communicators run Ring and Tree";
     }
   }
   if (!tuner_.init(in, &err)) {
@@ -408,10 +423,11 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     }
     platform_ = std::move(built);
   }
-  if (nvls_ && !platform_->add_nvswitch(0, nvls_graph_.bw_intra * nvls_efficiency(tuner_.input().sm_min), &err)) {
-    *error = err;
-    return false;
-  }
+  for (int m = 0; nvls_ && m < nmachines_; ++m)
+    if (!platform_->add_nvswitch(m, nvls_graph_.bw_intra * nvls_efficiency(tuner_.input().sm_min), &err)) {
+      *error = err;
+      return false;
+    }
   rank_host_.resize(nranks_);
   rank_gpu_.resize(nranks_);
   sm_rate_.resize(nranks_);
@@ -507,6 +523,27 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
           return false;
         }
       }
+  // NVLS-Tree's tree links between the heads of a part, both ways on every channel, each through its
+  // head's own NIC (NCCL's getNvlsNetDev: the NET whose local GPU the head is; the closest NIC here).
+  for (int c = 0; c < nch_ && nvls_tree_; ++c)
+    for (int r = 0; r < nranks_; ++r) {
+      TreeLinks t0{}, t1{};
+      dtree(nmachines_, place_.rank_machine[r], &t0, &t1);
+      const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
+      if (nt.up < 0) continue;
+      const int up = nvls_groups_[nt.up][nvls_index_[r]];
+      for (const auto& ab : {std::make_pair(r, up), std::make_pair(up, r)}) {
+        // A pair Tree or Ring already connects on this channel keeps its route (one connection per peer).
+        if (routes_.count(std::make_tuple(c, ab.first, ab.second))) continue;
+        const Platform::End ea{rank_gpu_[ab.first], head_nic(ab.first)}, eb{rank_gpu_[ab.second], head_nic(ab.second)};
+        if (!platform_->add_route(ea, eb, &err)) {
+          *error = err;
+          return false;
+        }
+        const auto hosts = platform_->route_hosts(ea, eb);
+        routes_[std::make_tuple(c, ab.first, ab.second)] = ConnRoute{hosts.first, hosts.second, &platform_->route(ea, eb)};
+      }
+    }
   link_bytes_.assign(topo_.links.size(), 0.0);
   if (!setup_degradation(error)) return false;
   if (shared_platform_) return true;
@@ -562,19 +599,57 @@ void World::add_link_bytes(const ConnRoute& route, double bytes) {
   for (int l : *route.links) link_bytes_[l] += bytes;
 }
 
+int World::head_nic(int rank) const {
+  const int g = rank_gpu_[rank];
+  int best = -1, best_type = 1 << 30;
+  for (int n : topo_.nets(place_.rank_machine[rank])) {
+    const int t = static_cast<int>(topo_.path(g, n).type);
+    if (t < best_type) best = n, best_type = t;
+  }
+  return best;
+}
+
+bool World::nvls_tree_setup(std::string* why) {
+  // As the runtime's (core/comm_topo.cc): head h of a machine is the rank on the NVLS graph's channel-h
+  // GPU; cclab's schedule makes every rank a head, so each machine's ranks must be exactly its heads.
+  const int nheads = nvls_graph_.nchannels;
+  nvls_groups_.assign(nmachines_, std::vector<int>(nheads, -1));
+  nvls_index_.assign(nranks_, -1);
+  for (int r = 0; r < nranks_; ++r) {
+    const int m = place_.rank_machine[r];
+    int h = 0;
+    while (h < nheads && nvls_graph_.intra[h][0] != place_.rank_dev[r]) ++h;
+    if (m < 0 || m >= nmachines_ || h == nheads) {
+      *why = "NVLS-Tree: rank " + std::to_string(r) + "'s GPU is no NVLS head (cclab's schedule makes every rank a "
+             "head, so it needs a NIC per GPU)";
+      return false;
+    }
+    nvls_groups_[m][h] = r;
+    nvls_index_[r] = h;
+  }
+  for (const std::vector<int>& g : nvls_groups_)
+    for (int r : g)
+      if (r < 0) {
+        *why = "NVLS-Tree: a machine has no rank on one of its head GPUs (cclab's schedule needs every head)";
+        return false;
+      }
+  return true;
+}
+
 NvlsConn& World::nvls_conn(int channel, int rank, int space) {
   NvlsChannel& m = nvls_mem_[std::make_pair(space, channel)];
   if (m.view.empty()) {
     // Every rank's region, anonymous zero pages (only the headers and the slots a run uses get memory);
-    // each counter gets its wait slot.
-    const size_t bytes = (nvls_region_bytes(nranks_, nvls_step_bytes_) + 4095) / 4096 * 4096;
+    // each counter gets its wait slot. A group is the whole world (NVLS) or one machine (NVLS-Tree).
+    const int gsize = nvls_tree_ ? static_cast<int>(nvls_groups_[0].size()) : nranks_;
+    const size_t bytes = (nvls_region_bytes(gsize, nvls_step_bytes_) + 4095) / 4096 * 4096;
     m.region.resize(nranks_);
     m.view.assign(nranks_, NvlsConn{});
     for (int r = 0; r < nranks_; ++r) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       m.region[r] = std::unique_ptr<char, SimConn::Free>(static_cast<char*>(p), SimConn::Free{bytes});
-      for (int h = 0; h < nranks_; ++h)
+      for (int h = 0; h < gsize; ++h)
         for (bool b : {false, true}) {
           ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(m.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
           hdr->head.waiters = static_cast<uint32_t>(waits_.size());
@@ -585,10 +660,11 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
     }
     for (int r = 0; r < nranks_; ++r) {
       NvlsConn& v = m.view[r];
-      v.nranks = nranks_;
-      v.rank = r;
+      v.nranks = gsize;
+      v.rank = nvls_tree_ ? nvls_index_[r] : r;
       v.step_bytes = nvls_step_bytes_;
-      for (int q = 0; q < nranks_; ++q) v.uc[q] = m.region[q].get();
+      for (int q = 0; q < gsize; ++q)
+        v.uc[q] = m.region[nvls_tree_ ? nvls_groups_[place_.rank_machine[r]][q] : q].get();
     }
   }
   return m.view[rank];
@@ -662,7 +738,7 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, b
     return true;
   }
   if (!t.valid || (t.algo != AlgoKind::kRing && t.algo != AlgoKind::kTree && t.algo != AlgoKind::kPat &&
-                   !(t.algo == AlgoKind::kNvls && nvls_))) {
+                   !(t.algo == AlgoKind::kNvls && nvls_) && !(t.algo == AlgoKind::kNvlsTree && nvls_tree_))) {
     *error = std::string(coll_name(coll)) + ": no algorithm/protocol is available (algo '" + cfg_.algo +
              "', proto '" + cfg_.proto + "' leave none that cclab runs: Ring for every collective, Tree for AllReduce, "
              "PAT (Simple, one GPU per node or NCCL_PAT_ENABLE=1) for AllGather/ReduceScatter with no scaling "
@@ -722,6 +798,9 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
   base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nranks_, nvls_step_bytes_)
+                     : ch.algo == AlgoKind::kNvlsTree
+                         ? nvls_tree_chunk_bytes(total, ch.nchannels, static_cast<int>(nvls_groups_[0].size()),
+                                                 nvls_step_bytes_, nvls_tree_max_chunk_)
                      : ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
                      : ch.algo == AlgoKind::kPat ? pat_chunk_bytes(coll, proto_buff_[ch.proto], total, ch.nchannels)
                      : ch.algo == AlgoKind::kTree
@@ -762,12 +841,31 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       // data loops' time is simulated).
       if (cfg_.payload || w.send != static_cast<const void*>(phantom()))
         t.pat_scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
-    } else if (ch.algo == AlgoKind::kNvls) {
-      // NCCL's scatter, reduce and gather warps: an actor each, so that they overlap.
+    } else if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree) {
+      // NCCL's scatter, reduce, (NVLS-Tree: broadcast,) gather warps: an actor each, so that they overlap.
       t.nvls_fn = sim_nvls_kernel(type);
       t.nvls = &nvls_conn(c, r, space);
       t.nvls_start = *t.nvls;
-      for (int role : {kNvlsScatter, kNvlsReduce}) {
+      if (ch.algo == AlgoKind::kNvlsTree) {
+        // The heads of this rank's part on the other machines: tree c % 2 of the double binary tree.
+        const int m = place_.rank_machine[r], h = nvls_index_[r];
+        TreeLinks t0{}, t1{};
+        dtree(nmachines_, m, &t0, &t1);
+        const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
+        t.nvls_tree = true;
+        if (nt.up >= 0) {
+          const int up = nvls_groups_[nt.up][h];
+          t.ntree.up_recv = &conn(c, up, r, ch.proto, space).recv_info;
+          t.ntree.up_send = &conn(c, r, up, ch.proto, space).send_info;
+        }
+        for (int i = 0; i < nt.ndown && t.ntree.ndown < kMaxNvlsTreeArity; ++i) {
+          const int d = nvls_groups_[nt.down[i]][h];
+          t.ntree.down_recv[t.ntree.ndown] = &conn(c, d, r, ch.proto, space).recv_info;
+          t.ntree.down_send[t.ntree.ndown++] = &conn(c, r, d, ch.proto, space).send_info;
+        }
+      }
+      for (int role : {kNvlsScatter, kNvlsReduce, kNvlsBcast}) {
+        if (role == kNvlsBcast && (!t.nvls_tree || t.ntree.up_recv == nullptr)) continue;
         Task s = t;
         s.nvls_role = role;
         tasks->push_back(s);
@@ -852,7 +950,7 @@ bool World::run_task(SimExec& ex, const Task& t) {
     // Every role counts the same steps from where the channel stood when the tasks were made (an actor may
     // run to its end before another of the same channel starts); the gather role keeps them.
     NvlsConn v = t.nvls_start;
-    const bool ok = t.nvls_fn(ex, t.w, v, t.channel, t.nvls_role);
+    const bool ok = t.nvls_fn(ex, t.w, v, t.channel, t.nvls_role, t.nvls_tree ? &t.ntree : nullptr);
     if (t.nvls_role == kNvlsGather) {
       t.nvls->step_up = v.step_up;
       t.nvls->step_down = v.step_down;

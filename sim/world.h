@@ -67,7 +67,9 @@ using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tr
                            int channel);
 using SimPatFn = bool (*)(SimExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
 // The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
-using SimNvlsFn = bool (*)(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles);
+// tree == nullptr: NVLS on one machine; else NVLS-Tree with the head's connections on the channel's tree.
+using SimNvlsFn = bool (*)(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles,
+                           const NvlsTreeConns* tree);
 SimCollFn sim_coll_kernel(SimType t);
 SimNvlsFn sim_nvls_kernel(SimType t);
 SimTreeFn sim_tree_kernel(SimType t);
@@ -245,6 +247,8 @@ class World {
     int nvls_role = 0;         // NVLS: the role this actor plays (kNvlsScatter / kNvlsReduce / kNvlsGather)
     NvlsConn nvls_start;       // NVLS: the view (its running steps) when the task was made
     SimNvlsFn nvls_fn = nullptr;
+    bool nvls_tree = false;    // NVLS-Tree: ntree holds the head's tree connections
+    NvlsTreeConns ntree;
     std::vector<P2pWork> p2p;  // run_rank_p2p: sends on `send` (p2p_send) or receives on `recv`, in order
     bool p2p_send = false;
     struct LocalCopy {
@@ -284,6 +288,12 @@ class World {
   // NVLS (kernels/nvls.h): offered to the tuner (one NVSwitch machine of sm90+, simulate()'s own world),
   // its FIFO slot bytes, and per (space, channel) every rank's region and view.
   bool nvls_ = false;
+  // NVLS-Tree (several machines): each machine's ranks in head order (a multicast group each), every
+  // rank's index in its group, and per channel every rank's links in the channel's tree of machines.
+  bool nvls_tree_ = false;
+  std::vector<std::vector<int>> nvls_groups_;
+  std::vector<int> nvls_index_;
+  int nvls_tree_max_chunk_ = 0;
   int nvls_step_bytes_ = 128 * 1024;
   struct NvlsChannel {
     std::vector<std::unique_ptr<char, SimConn::Free>> region;
@@ -291,6 +301,8 @@ class World {
   };
   std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
   NvlsConn& nvls_conn(int channel, int rank, int space);
+  bool nvls_tree_setup(std::string* why);
+  int head_nic(int rank) const;  // NVLS-Tree: the NIC (node) closest to the rank's GPU
   // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.
   const CustomAlgo* custom_ = nullptr;
   CustomTopo custom_topo_{0, 0, 0};
