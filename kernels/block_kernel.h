@@ -29,6 +29,7 @@ enum BlockWorkKind : int32_t {
   kBlockP2pRecv = 3,   // a receive
   kBlockPat = 4,       // a PAT all_gather / reduce_scatter (kernels/pat.h)
   kBlockNvls = 5,      // an NVLS AllReduce / AllGather / ReduceScatter (coll.coll) over *nvls
+  kBlockNvlsTree = 6,  // an NVLS-Tree AllReduce over *nvls and the tree of machines (tree, conn[] as kBlockTree)
 };
 
 // One block's work. Pointers are in memory the block can reach (device memory on a GPU). Connections
@@ -119,6 +120,25 @@ CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
       // Each lane advances its own copy of the running step; lane 0 writes it back.
       NvlsConn v = *w.nvls;
       ok = run_nvls_channel<T>(ex, w.coll, v, w.channel);
+      b.sync();
+      if (b.tid() == 0) {
+        w.nvls->step_up = v.step_up;
+        w.nvls->step_down = v.step_down;
+      }
+      break;
+    }
+    case kBlockNvlsTree: {
+      // The machine's NVLS memory as kBlockNvls; the tree links in conn[] as kBlockTree (at most 2 children).
+      NvlsConn v = *w.nvls;
+      NvlsTreeConns tc;
+      tc.up_recv = c[0];
+      tc.up_send = c[1];
+      tc.ndown = w.tree.ndown < kMaxNvlsTreeArity ? w.tree.ndown : kMaxNvlsTreeArity;
+      for (int i = 0; i < tc.ndown; ++i) {
+        tc.down_recv[i] = c[2 + i];
+        tc.down_send[i] = c[5 + i];
+      }
+      ok = run_nvls_tree_channel<T>(ex, w.coll, v, tc, w.channel);
       b.sync();
       if (b.tid() == 0) {
         w.nvls->step_up = v.step_up;

@@ -20,6 +20,19 @@ __global__ void nvls_sm90_check(const CollWork w, NvlsConn* conn, const int* abo
   (void)ex.finish(run_nvls_channel<T>(ex, w, v, 0));
 }
 
+// NVLS-Tree (run_nvls_tree_channel): the same multimem operations plus the tree's Primitives.
+template <typename T>
+__global__ void nvls_tree_sm90_check(const CollWork w, NvlsConn* conn, const NvlsTreeConns tree, const int* abort_flag) {
+  DeviceBlock b{abort_flag};
+  BlockExecConfig cfg;
+  BlockExec<DeviceBlock> ex(b, cfg);
+  NvlsConn v = *conn;
+  (void)ex.finish(run_nvls_tree_channel<T>(ex, w, v, tree, 0));
+}
+template __global__ void nvls_tree_sm90_check<float>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
+template __global__ void nvls_tree_sm90_check<half_t>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
+template __global__ void nvls_tree_sm90_check<int64_t>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
+
 template __global__ void nvls_sm90_check<float>(const CollWork, NvlsConn*, const int*);
 template __global__ void nvls_sm90_check<double>(const CollWork, NvlsConn*, const int*);
 template __global__ void nvls_sm90_check<int32_t>(const CollWork, NvlsConn*, const int*);
