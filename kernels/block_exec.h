@@ -252,6 +252,9 @@ class BlockExec {
   CCLAB_HD bool mc_wait_ge(const NvlsConn& c, size_t counter_off, uint64_t target, const WaitSite& site) {
     return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
   }
+  // The multimem loops spread elements over the lanes otherwise than reduce_copy's packs: a barrier
+  // between a load-reduce into memory and the data loop that reads it (and that loop and a store of it).
+  CCLAB_HD void mc_sync() { b_.sync(); }
   CCLAB_HD void mc_post(const NvlsConn& c, size_t counter_off, uint64_t value) {
     nvls_emulate_post(*this, c, counter_off, value);
   }

@@ -52,6 +52,7 @@
 //   bool mc_wait_ge(const NvlsConn&, size_t counter_off, uint64_t target, const WaitSite&)
 //        every rank's copy of the counter at counter_off >= target     (multimem.ld_reduce.min)
 //   void mc_post(const NvlsConn&, size_t counter_off, uint64_t value)   (multimem.st of the counter)
+//   void mc_sync()   the lanes see each other's stores (a block barrier; NVLS-Tree's fused step, below)
 // nvls_emulate_* below implement them over the unicast copies with the executor's own wait_ge, post and
 // reduce_copy (the host executor, the simulator in payload mode, a GPU without multimem); on sm90+ the
 // block executor uses the multimem PTX (kernels/cuda/multimem.h).
@@ -394,44 +395,68 @@ class NvlsSchedule {
     return true;
   }
 
-  // NVLS-Tree's reduce role (see the file's head): the machine's sum of part me through the switch, then
-  // up the tree, or at the root down the tree and into the broadcast FIFO.
+  // NVLS-Tree: the machine's NVLS group as one more peer of a tree step (Primitives::op's side), as
+  // NCCL's treeDown[0] / treeUp carry the NVLS connection: `load` - the step's source is the switch's
+  // load-reduce of part me (into the output at lo, where the step reads it), and the reduce slot is freed
+  // after the step; `store` - the step's result (in the output) is multicast into the broadcast FIFO.
+  struct TreeSide {
+    NvlsSchedule* s;
+    bool load_sum, store_result;
+    uint64_t su, sd;
+    PrimKind prim;
+    CCLAB_HD bool wait(size_t n) {
+      if (load_sum && !s->wait_parts(s->fifo(s->c_.rank, false), n, su, prim)) return false;
+      return !store_result || s->wait_bcast_credit(s->fifo(s->c_.rank, true), sd, prim);
+    }
+    CCLAB_HD void load(size_t off, size_t n) {
+      if (load_sum && n > 0) {
+        s->ex_.mc_ld_reduce(s->op_, static_cast<T*>(s->w_.recv) + off, s->c_,
+                            nvls_slot_off(s->fifo(s->c_.rank, false), su, s->sb_), n, false);
+        s->ex_.mc_sync();
+      }
+    }
+    CCLAB_HD void store(size_t off, size_t n) {
+      if (store_result) {
+        s->ex_.mc_sync();
+        const size_t down = s->fifo(s->c_.rank, true);
+        if (n > 0) s->ex_.mc_st(s->op_, s->c_, nvls_slot_off(down, sd, s->sb_), static_cast<const T*>(s->w_.recv) + off, n);
+        s->publish(down, n, sd);
+      }
+      if (load_sum) s->ex_.mc_post(s->c_, nvls_head_off(s->fifo(s->c_.rank, false)), su + 1);
+    }
+  };
+
+  // NVLS-Tree's reduce role (see the file's head): one step per loop - the machine's sum of part me
+  // through the switch, reduced with the children's sums, sent up the tree; at the root sent down the
+  // tree and multicast into the broadcast FIFO.
   CCLAB_HD bool tree_reduce(size_t base, size_t rem, size_t part, uint64_t su, uint64_t sd) {
     T* out = static_cast<T*>(w_.recv);
     const int me = c_.rank;
-    const size_t up = fifo(me, false);
     const size_t cnt = part_count(rem, part, me), lo = base + part * static_cast<size_t>(me);
-    const bool obs = ex_.observing();
-    const double t0 = obs ? ex_.now_us() : 0.0;
-    if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceSend)) return false;
-    const double td = obs ? ex_.now_us() : 0.0;
-    if (cnt > 0) ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, su, sb_), cnt, false);
-    ex_.mc_post(c_, nvls_head_off(up), su + 1);
-    if (obs) observe(-1, w_.rank, su, PrimKind::kRecvReduceCopy, cnt, t0, lo, td);
     const NvlsTreeConns& t = *tree_;
     const bool root = t.up_send == nullptr;
+    if (root && t.ndown == 0) {
+      // A tree of one machine (NCCL runs NVLS there instead): the local sum is the result.
+      const size_t up = fifo(me, false);
+      if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceCopy)) return false;
+      if (cnt > 0) ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, su, sb_), cnt, true);
+      ex_.mc_post(c_, nvls_head_off(up), su + 1);
+      return tree_multicast(out + lo, lo, cnt, sd);
+    }
     ConnInfo* up_send = t.up_send;
     Primitives<T, ProtoSimple<1, 1>, Exec> p(ex_, op_, t.down_recv, t.ndown, root ? t.down_send : &up_send,
                                              root ? t.ndown : 1, out, out, w_.rank, channel_, w_.coll, w_.op_count);
     p.set_source(out, true);  // the local sum: already through the op's pre function (NVLS ops have none)
-    if (!root) {
-      if (t.ndown == 0) p.send(lo, cnt);
-      else p.recv_reduce_send(lo, cnt);
-      return !p.aborted();
-    }
-    if (t.ndown == 0) {
-      // A tree of one machine (NCCL runs NVLS there instead): the local sum is the result.
-      if (cnt > 0) ex_.reduce_copy(op_, out + lo, static_cast<T*>(nullptr), static_cast<const T*>(nullptr),
-                                   static_cast<const T*>(out + lo), cnt, false, true);
-    } else {
-      p.recv_reduce_copy_send(lo, lo, cnt, true);
-      if (p.aborted()) return false;
-    }
-    return tree_multicast(out + lo, lo, cnt, sd);
+    const PrimKind prim = root ? PrimKind::kRecvReduceCopySend : t.ndown == 0 ? PrimKind::kSend : PrimKind::kRecvReduceSend;
+    TreeSide side{this, true, root, su, sd, prim};
+    if (root) p.template step_with<true, true, true, true>(side, lo, lo, cnt, true, prim);
+    else if (t.ndown == 0) p.template step_with<false, true, true, false>(side, lo, 0, cnt, false, prim);
+    else p.template step_with<true, true, true, false>(side, lo, 0, cnt, false, prim);
+    return !p.aborted();
   }
 
-  // NVLS-Tree's broadcast role (a head with a parent): the result from the parent, on to the children and
-  // into the broadcast FIFO.
+  // NVLS-Tree's broadcast role (a head with a parent): one step per loop - the result from the parent,
+  // on to the children and multicast into the broadcast FIFO.
   CCLAB_HD bool tree_bcast(size_t base, size_t rem, size_t part, uint64_t sd) {
     T* out = static_cast<T*>(w_.recv);
     const int me = c_.rank;
@@ -440,10 +465,11 @@ class NvlsSchedule {
     ConnInfo* up_recv = t.up_recv;
     Primitives<T, ProtoSimple<1, 1>, Exec> p(ex_, op_, &up_recv, 1, t.down_send, t.ndown, out, out, w_.rank, channel_,
                                              w_.coll, w_.op_count);
-    if (t.ndown == 0) p.recv(lo, cnt);
-    else p.recv_copy_send(lo, cnt);
-    if (p.aborted()) return false;
-    return tree_multicast(out + lo, lo, cnt, sd);
+    const PrimKind prim = t.ndown == 0 ? PrimKind::kRecv : PrimKind::kRecvCopySend;
+    TreeSide side{this, false, true, 0, sd, prim};
+    if (t.ndown == 0) p.template step_with<true, false, false, true>(side, 0, lo, cnt, false, prim);
+    else p.template step_with<true, true, false, true>(side, 0, lo, cnt, false, prim);
+    return !p.aborted();
   }
 
   CCLAB_HD bool reduce_scatter_loop(size_t lo, size_t cnt) {

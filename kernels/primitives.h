@@ -211,6 +211,13 @@ class PrimitivesBase {
   using Base::coll_reduces;                                                                           \
   using Base::abort_now
 
+// No side peer (Primitives::op).
+struct NoPrimSide {
+  CCLAB_HD bool wait(size_t) { return true; }
+  CCLAB_HD void load(size_t, size_t) {}
+  CCLAB_HD void store(size_t, size_t) {}
+};
+
 template <typename T, typename Proto, typename Exec>
 class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
   using Base = PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec>;
@@ -241,6 +248,12 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
       }
     }
     for (int j = 0; j < nsend_; ++j) sends_[j]->step = (sends_[j]->step + kChunkSteps - 1) / kChunkSteps * kChunkSteps;
+  }
+
+  // One step of op<RECV, SEND, SRC, DST> with a side peer taking part (NVLS-Tree; see op).
+  template <bool RECV, bool SEND, bool SRC, bool DST, typename Side>
+  CCLAB_HD void step_with(Side& side, size_t in_off, size_t out_off, size_t n, bool post, PrimKind prim) {
+    op<RECV, SEND, SRC, DST, Side>(in_off, out_off, n, post, prim, &side);
   }
 
   // Two independent flows (a custom schedule's exchange, kernels/custom.h): sends ns elements of the
@@ -324,8 +337,13 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
   // send connection; SRC: this rank's input joins (through pre_op when it is reduced or sent first);
   // DST: the result lands in this rank's output. A call always advances both connections by exactly
   // kChunkSteps steps, empty slices included, so sender and receiver stay in lockstep.
-  template <bool RECV, bool SEND, bool SRC, bool DST>
-  CCLAB_HD void op(size_t in_off, size_t out_off, size_t nelem, bool post, PrimKind prim) {
+  // side (NVLS-Tree, kernels/nvls.h): a further peer that takes part in each slice's step as NCCL's NVLS
+  // connection in treeUp/treeDown does - side->wait(n) after the connections' waits, side->load(off, n)
+  // just before the data loop (it may fill the source at input + off: the switch's load-reduce),
+  // side->store(off, n) just after it (it may read the result at output + off: the multicast store) -
+  // so the step is one step (one flush, one overhead), not three in a row. Returning false aborts.
+  template <bool RECV, bool SEND, bool SRC, bool DST, typename Side = NoPrimSide>
+  CCLAB_HD void op(size_t in_off, size_t out_off, size_t nelem, bool post, PrimKind prim, Side* side = nullptr) {
     constexpr int kSlices = Proto::kSlicePerChunk;
     constexpr int kStepsPerSlice = Proto::kStepPerSlice;
     constexpr size_t kGrain = Proto::kGrainBytes / sizeof(T) > 0 ? Proto::kGrainBytes / sizeof(T) : 1;
@@ -365,7 +383,9 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
             exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got))
           return abort_now();
       }
+      if (side != nullptr && !side->wait(n)) return abort_now();
       const double td = obs ? exec_.now_us() : 0.0;
+      if (side != nullptr) side->load(in_off + offset, n);
       if (n > 0) {
         const T* rsrc[kMaxFan] = {};
         for (int i = 0; i < nr; ++i) rsrc[i] = reinterpret_cast<const T*>(recvs_[i]->slot(recv_step[i]));
@@ -386,6 +406,7 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
           this->combine(dsts[0], dsts + 1, nd - 1, rsrc, nr, in, n, pre, post);
         }
       }
+      if (side != nullptr) side->store(out_off + offset, n);
       for (int i = 0; i < nr; ++i) {
         recvs_[i]->step = recv_step[i] + kStepsPerSlice;
         exec_.post(&recvs_[i]->hdr->head, recvs_[i]->step);

@@ -157,6 +157,7 @@ class SimExec {
     return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
   }
   void mc_post(const NvlsConn& c, size_t counter_off, uint64_t value) { nvls_emulate_post(*this, c, counter_off, value); }
+  void mc_sync() {}  // one lane
   bool size_mismatch(const WaitSite& site, size_t expected, int32_t got);
 
   bool observing() const;

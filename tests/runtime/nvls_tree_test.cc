@@ -144,9 +144,10 @@ TEST(NvlsTree, DefaultChoiceOnTwoDgxH100) {
     });
     for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], nullptr, nullptr);
     EXPECT_EQ(buf[11][count - 1], 16.0f);
-    // NVLS-Tree's head multicasts its part into the broadcast FIFO: a copySend to no one but itself.
+    // NVLS-Tree scatters into the machine's NVLS FIFOs: local copies (the switch's multicast is part of
+    // the head's tree step; Tree has no local copy, and NVLS alone does not span two machines).
     bool mc = false;
-    for (const cclabStepEvent_t& e : rec[3].events) mc |= e.prim == cclabPrimCopySend && e.sendPeer == 3 && e.recvPeer < 0;
+    for (const cclabStepEvent_t& e : rec[3].events) mc |= e.prim == cclabPrimLocalCopy && e.sendPeer < 0 && e.recvPeer < 0;
     EXPECT_EQ(mc, count > (size_t{1} << 18)) << "count " << count;
   }
 }
