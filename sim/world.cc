@@ -600,6 +600,12 @@ void World::add_link_bytes(const ConnRoute& route, double bytes) {
 }
 
 int World::head_nic(int rank) const {
+  // The NET the NVLS search paired with the head's GPU (NCCL's getNvlsNetDev: graph->inter of the head's
+  // channel): each head its own NIC, also where two GPUs share a PCIe switch with two NICs.
+  for (const auto& gn : nvls_head_nets_)
+    if (gn.first == place_.rank_dev[rank])
+      for (int n : topo_.nets(place_.rank_machine[rank]))
+        if (topo_.nodes[n].dev == gn.second) return n;
   const int g = rank_gpu_[rank];
   int best = -1, best_type = 1 << 30;
   for (int n : topo_.nets(place_.rank_machine[rank])) {
@@ -613,6 +619,7 @@ bool World::nvls_tree_setup(std::string* why) {
   // As the runtime's (core/comm_topo.cc): head h of a machine is the rank on the NVLS graph's channel-h
   // GPU; cclab's schedule makes every rank a head, so each machine's ranks must be exactly its heads.
   const int nheads = nvls_graph_.nchannels;
+  nvls_head_nets_ = nvls_head_nets(topo_);
   nvls_groups_.assign(nmachines_, std::vector<int>(nheads, -1));
   nvls_index_.assign(nranks_, -1);
   for (int r = 0; r < nranks_; ++r) {

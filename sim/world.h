@@ -302,7 +302,8 @@ class World {
   std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
   NvlsConn& nvls_conn(int channel, int rank, int space);
   bool nvls_tree_setup(std::string* why);
-  int head_nic(int rank) const;  // NVLS-Tree: the NIC (node) closest to the rank's GPU
+  int head_nic(int rank) const;
+  std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head  // NVLS-Tree: the NIC (node) closest to the rank's GPU
   // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.
   const CustomAlgo* custom_ = nullptr;
   CustomTopo custom_topo_{0, 0, 0};

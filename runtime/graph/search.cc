@@ -121,6 +121,7 @@ class Searcher {
     float bw;
     int type;
     float latency;
+    int net;  // the NET's dev (the channel's NET: NCCL's graph->inter[c * 2])
   };
   std::vector<NvlsHead> nvls_heads() const {
     std::vector<NvlsHead> heads;
@@ -132,7 +133,7 @@ class Searcher {
       for (const NvlsHead& h : heads) dup = dup || h.dev == dev;
       if (dup) continue;
       heads.push_back(NvlsHead{dev, std::min(gn(g, n).bw, net_bw_[n]), gn(g, n).type,
-                               static_cast<float>(topo_.nodes[net_node_[n]].net_latency_us)});
+                               static_cast<float>(topo_.nodes[net_node_[n]].net_latency_us), topo_.nodes[net_node_[n]].dev});
     }
     return heads;
   }
@@ -1085,6 +1086,12 @@ bool nvls_graph_multi(const Topology& topo, TopoGraph* graph, std::string* why, 
 }
 
 }  // namespace
+
+std::vector<std::pair<int, int>> nvls_head_nets(const Topology& topo) {
+  std::vector<std::pair<int, int>> out;
+  for (const auto& h : Searcher(topo).nvls_heads()) out.emplace_back(h.dev, h.net);
+  return out;
+}
 
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int used) {
   *graph = TopoGraph{};

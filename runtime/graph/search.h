@@ -73,6 +73,10 @@ bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error);
 // `gpus` > 0: only the first `gpus` GPUs of the machine play ranks (NCCL's topology holds only the
 // communicator's GPUs).
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int gpus = 0);
+// The NVLS heads of machine 0 across machines as (GPU dev, NET dev): one head per NET, the NET's local
+// GPU (the channels search_nvls_graph makes; NCCL's graph->inter[c * 2] of the head's NVLS channel, the
+// NIC its NVLS-Tree connections use: getNvlsNetDev).
+std::vector<std::pair<int, int>> nvls_head_nets(const Topology& topo);
 
 // Ring order over all ranks for channel c of a searched ring graph: machine-major concatenation of
 // intra[c], with rank = machine * gpus_per_machine + dev. out[i] is the i-th rank of the ring.
