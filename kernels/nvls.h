@@ -64,20 +64,21 @@
 // over machines, NvlsTreeConns), over ordinary connections (Primitives, ProtoSimple<1,1>). Per loop:
 //
 //   scatter   as NVLS;
-//   reduce    head me: load-reduce part me over its machine (through the switch) into its output (the
-//             staging place of the local sum), free the reduce slot; then with a parent: reduce it with the
-//             children's sums and send the result up (recvReduceSend; a leaf machine: send); at the root:
-//             reduce it with the children's sums into the output, send it down (recvReduceCopySend) and
-//             multicast it into the broadcast FIFO;
-//   bcast     head me with a parent (NCCL's broadcast warps): receive the result from the parent into the
-//             output, send it on to the children (recvCopySend; a leaf: recv) and multicast it into the
-//             broadcast FIFO;
+//   reduce    head me, one step (NCCL's reduce warps' directRecvDirectSend with the NVLS connection in
+//             treeDown[0]): load-reduce part me over its machine (through the switch), reduce it with
+//             the children's sums and send the result up (recvReduceSend; a leaf machine: send); at the
+//             root: into the output, down the tree (recvReduceCopySend) and multicast into the broadcast
+//             FIFO; the reduce slot is freed after the step;
+//   bcast     head me with a parent (NCCL's broadcast warps), one step: receive the result from the parent
+//             into the output, send it on to the children (recvCopySend; a leaf: recv) and multicast it
+//             into the broadcast FIFO;
 //   gather    as NVLS.
 //
 // The local sum joins first, then each child's in connection order (NCCL's treeDown[0] is the NVLS
-// connection, then the children). NCCL's reduce warps read the switch's reduction straight into the
-// network send; staging it in the output costs cclab one more pass over the part, no more bytes on a
-// link. Reduce and bcast use different connections (children -> me -> parent, parent -> me -> children),
+// connection, then the children). The switch is the step's side peer (Primitives::step_with): its
+// load-reduce lands in the output where the data loop reads it (NCCL's warps hold it in registers; the
+// same single data loop) and the multicast store reads the step's result there, all in one step, as
+// NCCL's one primitive call. Reduce and bcast use different connections (children -> me -> parent, parent -> me -> children),
 // so the simulator runs them as actors of their own, as NCCL's warps.
 #pragma once
 
