@@ -290,7 +290,9 @@ TEST(NvlsTreeTuner, EnablingRules) {
     const bool only = env[0] != '^';
     EXPECT_EQ(two.model.choose(AR, 1024).algo == NVLSTREE, only) << env;
     EXPECT_EQ(two.model.choose(AR, GiB).algo == NVLSTREE, only) << env;
-    if (!only) EXPECT_NE(two.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("NCCL_ALGO"), std::string::npos);
+    if (!only) {
+      EXPECT_NE(two.model.explain(AR, GiB, NVLSTREE, SIMPLE).find("NCCL_ALGO"), std::string::npos);
+    }
   }
   // A machine with one NIC has one head: NVLS-Tree needs two channels.
   EXPECT_EQ(nvls_default_channels(100, 4, 0, 0, 0, 50.0, 8), 24);
