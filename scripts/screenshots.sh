@@ -185,7 +185,10 @@ shot viz-links "$ring" --view links --at 45%
 shot viz-timeline "$ring" --view timeline --at 45%
 shot viz-topology-multinode "$tree" --view topology --at 40%
 shot viz-channels-tree "$tree" --view channels --at 40% --channel 0
-if [[ -n "${nvls:-}" ]]; then shot viz-nvls-timeline "$nvls" --view timeline --at 50%; fi
+if [[ -n "${nvls:-}" ]]; then
+  shot viz-nvls-timeline "$nvls" --view timeline --at 50%
+  shot viz-nvls-topology "$nvls" --view topology --at 50%
+fi
 if ((${#curves[@]})); then
   args=()
   for c in "${curves[@]}"; do args+=(--curves "$c"); done

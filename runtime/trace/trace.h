@@ -210,8 +210,12 @@ void sort_events(std::vector<Event>* events);
 
 // Fills t->load from the events: each sending step's wire bytes (the protocol's: LL 2x the payload,
 // LL128 128/120) spread evenly over [data_us, end_us] on every link of its route, summed into at most
-// `max_bins` bins over the trace's time span. Links that carried nothing have no series.
+// `max_bins` bins over the trace's time span. Links that carried nothing have no series. NVLS switch
+// steps (a rank that names itself as its peer, trace/switch_traffic.h) load the GPU <-> NVSwitch links.
 void compute_link_load(Trace* t, int max_bins = 1000);
+// Bytes a step puts on the wire for `payload` bytes with protocol `proto` (kProtoLL: 8-byte lines of
+// 4 data + 4 flag bytes, 2x; kProtoLL128: 120 data bytes per 128-byte line; Simple: the payload).
+double wire_bytes(int proto, uint64_t payload);
 
 // Whole-file write and read. False with *error naming the file and what was wrong ("not a cclab
 // trace (bad magic)", "trace format version 7 is newer than this reader (1)", "truncated: section 4
