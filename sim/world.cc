@@ -653,11 +653,14 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, b
   const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling,
                                       nvls_op_supported(coll, static_cast<int>(cfg_.type), static_cast<int>(cfg_.op)));
   // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
-  // the collective; there is no NCCL cost model of it to predict with.
+  // Ring/Simple for the collective (whatever protocol the tuner would pick for NCCL's algorithms, or
+  // --proto says: it runs Simple either way); there is no NCCL cost model of it to predict with.
   if (custom_ != nullptr && nranks_ > 1 && custom_supports(*custom_, coll, custom_topo_, nullptr)) {
+    const TunerChoice rs = tuner_.choose_combo(coll, bytes, AlgoKind::kRing, ProtoKind::kSimple);
+    const TunerChoice& ct = rs.valid ? rs : t;
     c->algo = AlgoKind::kCustom;
     c->proto = kProtoSimple;
-    c->nchannels = std::max(1, std::min(t.valid ? t.nchannels : nch_, nch_));
+    c->nchannels = std::max(1, std::min(ct.valid ? ct.nchannels : nch_, nch_));
     c->predicted_us = 0;
     return true;
   }

@@ -7,7 +7,7 @@
 //
 // Build and run it yourself (the grader does the same, `cclab lab check 08`):
 //   cclab lab run 08 --ranks 5                                 # host backend, byte-checked
-//   cclab lab run 08 --sim dgx-h100:4 --compare                # race it against Ring in the simulator
+//   cclab lab run 08 --sim dgx-h100:4                          # race it against Ring in the simulator
 #include "kernels/custom.h"
 
 struct MyAllReduce {

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -476,6 +477,10 @@ bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows) {
   return header && !rows->empty();
 }
 
+std::string child_wait_timeout(double kill_s) {
+  return format_double(std::max(1.0, std::min(10.0, std::floor(kill_s / 4))), 0);
+}
+
 ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double timeout_s, const std::string& log_path,
                           const std::map<std::string, std::string>& env,
                           const std::vector<std::string>& env_unset_prefixes) {
@@ -701,9 +706,17 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
   const std::string& s = it->second;
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || errno == ERANGE || !std::isfinite(v) || !trim(end).empty()) {
-    *why = key + " = '" + s + "' is not a number (write it as 1.75 or 1.2e3, no units)";
+  double v = std::strtod(s.c_str(), &end);
+  // A size may carry K, M or G (powers of 1024, as every lab's sizes and cclab's -b/-e flags).
+  const std::string unit = end ? trim(end) : std::string();
+  if (unit.size() == 1 && std::strchr("KkMmGg", unit[0]) != nullptr) {
+    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+    v *= u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : 1073741824.0;
+  } else if (!unit.empty()) {
+    end = nullptr;
+  }
+  if (end == nullptr || end == s.c_str() || errno == ERANGE || !std::isfinite(v)) {
+    *why = key + " = '" + s + "' is not a number (write it as 1.75 or 1.2e3; a size also as 64K or 16M)";
     return false;
   }
   *value = v;
