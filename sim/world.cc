@@ -92,6 +92,8 @@ void SimExec::flush() {
     inflight_.clear();
     inflight_xfer_.clear();
     double ov = world_->calibration().step_overhead_us[proto_];
+    if (switch_step_) ov += world_->calibration().nvls_step_us;
+    switch_step_ = false;
     const Degradation& dg = world_->cfg_.degrade;
     if (sent_ && dg.jitter_pct > 0 && sg4::Engine::get_clock() * 1e6 >= dg.jitter_from_us)  // --jitter: this transfer's noise, from the seed and its own counters
       ov += step_latency_us_ * dg.jitter_pct / 100 *
@@ -188,6 +190,7 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
 void SimExec::nvls_switch(double up, double down, double reduce) {
   if (counting_ != nullptr && rec_ == nullptr) return;  // the flow level does not run NVLS (World::choose)
   sent_ = true;
+  switch_step_ = true;
   start_loop();
   sg4::Host* sw = world_->nvswitch_host(rank_);
   sg4::Host* gpu = world_->rank_host(rank_);
@@ -878,7 +881,10 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launche
     if (hooks_ != nullptr) hooks_->spawned();
     actors.push_back(sg4::Actor::create("r" + std::to_string(t.w.rank) + "c" + std::to_string(t.channel),
                                         rank_host_[t.w.rank], [this, &t, &failure, &remaining, &joining, launch] {
-                                          if (launch > 0) sg4::this_actor::sleep_for(launch);
+                                          // NVLS's own fixed cost comes with its launch (calibration.h).
+                                          const double start =
+                                              launch + (t.nvls != nullptr ? cfg_.calibration.nvls_latency_us * 1e-6 : 0.0);
+                                          if (start > 0) sg4::this_actor::sleep_for(start);
                                           SimExec ex(this, t.w.rank, t.channel, t.w.proto);
                                           const bool ok = run_task(ex, t);
                                           ex.flush();

@@ -158,14 +158,14 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
     start = nl + 1;
   }
   // header + 3 per GPU (SMs, copy rate, tensor peak) + 5 efficiencies + 3 step overheads + 3 loop shares +
-  // launch + 2 host issue costs + the network's per-message cost
-  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 3 + 1 + 2 + 1) << d;
+  // launch + 2 host issue costs + the network's per-message cost + NVLS's latency and per-step cost
+  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 3 + 1 + 2 + 1 + 2) << d;
   EXPECT_EQ(d.find("(no source)"), std::string::npos) << d;
   for (const char* name : {"gpu.sm70 (V100).sms", "gpu.sm70 (V100).sm_copy", "gpu.sm80 (A100).sm_copy",
                            "gpu.sm90 (H100 SXM).sms", "gpu.sm100 (B200).sm_copy", "gpu.sm90 (H100 SXM).tflops", "efficiency.nvlink",
                            "efficiency.pcie", "efficiency.sys", "efficiency.net", "efficiency.loc",
                            "step_overhead.LL ", "step_overhead.LL128", "step_overhead.Simple", "loop_share.LL ",
-                           "loop_share.LL128", "loop_share.Simple", "launch", "host_issue ", "host_issue.per_channel", "net_message"}) {
+                           "loop_share.LL128", "loop_share.Simple", "launch", "host_issue ", "host_issue.per_channel", "net_message", "nvls.latency", "nvls.step"}) {
     EXPECT_NE(d.find(name), std::string::npos) << name << "\n" << d;
   }
   for (size_t i = 1; i < lines.size(); ++i) EXPECT_GT(lines[i].size(), 60u) << lines[i];
@@ -179,7 +179,7 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
 TEST(Calibration, SetByTheNamesTheTablePrints) {
   Calibration c = default_calibration();
   const std::vector<std::string> names = c.names();
-  ASSERT_EQ(names.size(), 3u * 4 + 5 + 3 + 3 + 1 + 2 + 1);
+  ASSERT_EQ(names.size(), 3u * 4 + 5 + 3 + 3 + 1 + 2 + 1 + 2);
   const std::string table = c.describe();
   for (const std::string& n : names) {
     const std::string key = n.find('.') == std::string::npos ? n : n.substr(n.rfind('.'));
