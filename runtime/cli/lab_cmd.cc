@@ -1034,7 +1034,10 @@ int cmd_check(const Common& c) {
   nlohmann::json status = {
       {"lab", lab->number},      {"passed", all},     {"checks", results.size()},
       {"checks_passed", passed}, {"when", now_iso()}, {"dir", fs::absolute(e.student_dir).lexically_normal().string()}};
-  {
+  // `cclab lab list` reports the student's own checks: an instructor's --json check of another folder
+  // without its own --work leaves the student's status alone.
+  const bool own_status = !c.json || !c.work.empty() || c.dir.empty();
+  if (own_status) {
     std::ofstream f(status_path(e));
     f << status.dump(2) << "\n";
   }
