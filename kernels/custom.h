@@ -335,6 +335,52 @@ struct CustomAlgoDesc {
   CustomRunFn run[kCustomTypes];
 };
 
+// Calls f(T*) with the C++ type of ncclDataType_t value `type` (nullptr of that type); nothing for
+// another value. Host code (the executors' type dispatch, the CUDA launch of a built-in algorithm).
+template <typename F>
+void with_custom_type(int type, F&& f) {
+  switch (type) {
+    case 0:
+      f(static_cast<int8_t*>(nullptr));
+      break;
+    case 1:
+      f(static_cast<uint8_t*>(nullptr));
+      break;
+    case 2:
+      f(static_cast<int32_t*>(nullptr));
+      break;
+    case 3:
+      f(static_cast<uint32_t*>(nullptr));
+      break;
+    case 4:
+      f(static_cast<int64_t*>(nullptr));
+      break;
+    case 5:
+      f(static_cast<uint64_t*>(nullptr));
+      break;
+    case 6:
+      f(static_cast<half_t*>(nullptr));
+      break;
+    case 7:
+      f(static_cast<float*>(nullptr));
+      break;
+    case 8:
+      f(static_cast<double*>(nullptr));
+      break;
+    case 9:
+      f(static_cast<bfloat16_t*>(nullptr));
+      break;
+    case 10:
+      f(static_cast<fp8_e4m3_t*>(nullptr));
+      break;
+    case 11:
+      f(static_cast<fp8_e5m2_t*>(nullptr));
+      break;
+    default:
+      break;
+  }
+}
+
 template <typename Algo, typename T, int kType>
 bool custom_run(const ExecVTable* vt, void* ctx, const CollWork& w, int channel, const CustomTopo& topo,
                 ConnInfo* const* send_to, ConnInfo* const* recv_from) {
