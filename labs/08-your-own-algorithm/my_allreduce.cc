@@ -31,9 +31,10 @@ struct MyAllReduce {
     return n;
   }
 
-  // One rank's part on one channel: the elements [r.lo, r.hi) of the buffer.
+  // One rank's part on one channel: the elements [r.lo, r.hi) of the buffer. CCLAB_HD (nothing under g++)
+  // lets this file also build into the CUDA backend; mark helper functions run() calls with it too.
   template <class P>
-  static void run(P& p) {
+  CCLAB_HD static void run(P& p) {
     const int n = p.nranks(), me = p.rank();
     const cclab::Range r = p.channel_range();
     // TODO 1: recursive halving (reduce-scatter): log2(n) exchanges, each with the partner at distance
