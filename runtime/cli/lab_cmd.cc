@@ -3,6 +3,8 @@
 // build, answers files.
 #include "lab_cmd.h"
 
+#include "perf_options.h"
+
 #include "base/thread_barrier.h"
 #include "sim/sim.h"
 
@@ -19,7 +21,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -707,15 +708,16 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  // A size may carry K, M or G (powers of 1024, as every lab's sizes and cclab's -b/-e flags).
-  const std::string unit = end ? trim(end) : std::string();
-  if (unit.size() == 1 && std::strchr("KkMmGg", unit[0]) != nullptr) {
-    const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
-    v *= u == 'K' ? 1024.0 : u == 'M' ? 1048576.0 : 1073741824.0;
-  } else if (!unit.empty()) {
-    end = nullptr;
+  bool ok = end != s.c_str() && errno != ERANGE && std::isfinite(v);
+  if (ok && !trim(end).empty()) {
+    // A size may carry K, M or G (powers of 1024), read as cclab's -b/-e flags read it.
+    try {
+      v = static_cast<double>(parse_size(s, key));
+    } catch (const std::exception&) {
+      ok = false;
+    }
   }
-  if (end == nullptr || end == s.c_str() || errno == ERANGE || !std::isfinite(v)) {
+  if (!ok) {
     *why = key + " = '" + s + "' is not a number (write it as 1.75 or 1.2e3; a size also as 64K or 16M)";
     return false;
   }
