@@ -60,22 +60,9 @@ void IncrementalLoad::place(int link, double wire, double x0, double x1) {
     const int b = static_cast<int>(std::floor((x - t0_) / bin_us_));
     return std::min(max_bins_ - 1, std::max(0, b));
   };
-  const int b0 = bin_of(x0), b1 = bin_of(x1);
   std::vector<double>& a = bytes_[link];
   if (a.empty()) a.assign(max_bins_, 0.0);
-  if (b0 == b1 || !(x1 > x0)) {
-    a[b1] += wire;
-    return;
-  }
-  const double rate = wire / (x1 - x0);
-  double placed = 0;
-  for (int b = b0; b < b1; ++b) {
-    const double lo = t0_ + b * bin_us_, hi = lo + bin_us_;
-    const double part = rate * (std::min(hi, x1) - std::max(lo, x0));
-    a[b] += part;
-    placed += part;
-  }
-  a[b1] += wire - placed;
+  trace::spread_bytes(a.data(), t0_, bin_us_, bin_of(x0), bin_of(x1), x0, x1, wire);
 }
 
 void IncrementalLoad::fill(trace::LinkLoad* out, size_t nlinks) const {

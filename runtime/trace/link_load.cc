@@ -19,6 +19,21 @@ constexpr double kMinBinUs = 0.01;
 
 }  // namespace
 
+void spread_bytes(double* bins, double t0, double bin_us, int b0, int b1, double x0, double x1, double bytes) {
+  if (b0 == b1 || !(x1 > x0)) {
+    bins[b1] += bytes;
+    return;
+  }
+  const double rate = bytes / (x1 - x0);
+  double placed = 0;
+  for (int b = b0; b < b1; ++b) {
+    const double part = rate * (std::min(t0 + (b + 1) * bin_us, x1) - std::max(t0 + b * bin_us, x0));
+    bins[b] += part;
+    placed += part;
+  }
+  bins[b1] += bytes - placed;  // the rest
+}
+
 double wire_bytes(int proto, uint64_t payload) {
   if (proto == kProtoLL) return static_cast<double>((payload + 7) / 8) * 16.0;
   if (proto == kProtoLL128) return static_cast<double>((payload + 119) / 120) * 128.0;
@@ -57,27 +72,10 @@ void compute_link_load(Trace* t, int max_bins) {
     if (!(f > 0)) return 0;
     return f >= bins ? bins - 1 : static_cast<int>(f);
   };
-  // Spreads `wire` bytes moving over [x0, x1] into the bins of a.
+  // Spreads `wire` bytes moving over [data_us, end_us] (clamped to the span) into the bins of a.
   auto spread = [&](double* a, double data_us, double end_us, double wire) {
     const double x0 = std::min(std::max(data_us, lo), t_end), x1 = std::min(std::max(end_us, lo), t_end);
-    if (!(x1 > x0)) {
-      a[bin_of(x1)] += wire;
-      return;
-    }
-    const int b0 = bin_of(x0), b1 = bin_of(x1);
-    if (b0 == b1) {
-      a[b0] += wire;
-      return;
-    }
-    const double rate = wire / (x1 - x0);
-    double placed = 0;
-    for (int b = b0; b < b1; ++b) {
-      const double edge = lo + (b + 1) * bin_us;
-      const double part = rate * (std::min(edge, x1) - std::max(lo + b * bin_us, x0));
-      a[b] += part;
-      placed += part;
-    }
-    a[b1] += wire - placed;  // the rest, so the step's bytes are conserved exactly
+    spread_bytes(a, lo, bin_us, bin_of(x0), bin_of(x1), x0, x1, wire);
   };
   // Switch steps' bytes per bin, per link (switch_slot: link -> its block of bins in switch_acc).
   SwitchIndex switches(*t);
