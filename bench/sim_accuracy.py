@@ -48,6 +48,10 @@ CANDIDATES = {
     # The network transport's cost per message (proxy progress, RDMA post and completion, flush); prior:
     # NCCL's tuner adds 1-2 us of net overhead per step between nodes (tuning.cc netOverhead)
     "net_message": (2.0, 0.0, 40.0),
+    # NVLS beyond its bytes: once per collective, and per head step (multimem load-reduce + multicast);
+    # priors: NCCL tuning.cc charges NVLS hwLat[NVLINK][NVLS][Simple] = 25 us in all, and nothing per step
+    "nvls.latency": (25.0, 0.0, 200.0),
+    "nvls.step": (1.0, 0.0, 40.0),
     # Kernel launch and completion; prior: NCCL's baseLat minus its steps (sim/calibration.cc)
     "launch": (4.0, 0.5, 40.0),
     # Per-step overheads; priors: below NCCL tuning.cc's hwLat[NVLINK] Ring LL .6 / LL128 1.9 / Simple 3.4

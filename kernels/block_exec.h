@@ -109,6 +109,8 @@ enum BlockState : int32_t {
   kBlockDone = 2,
   kBlockAborted = 3,       // the abort flag stopped it
   kBlockSizeMismatch = 4,  // the peer sent a slice of another size
+  kBlockBadPeer = 5,       // a custom schedule called a peer it did not declare (site: rank, channel, peer;
+                           // for_data: a receive)
 };
 
 // Spins before a wait reports itself in BlockStatus (about a millisecond on a GPU).
@@ -149,6 +151,17 @@ class BlockExec {
       set_state(kBlockSizeMismatch);
     }
     return true;  // every lane read the same size, so every lane stops here
+  }
+
+  // A custom schedule called a peer it did not declare (kernels/custom_block.h). Every lane calls it (the
+  // schedule runs in lockstep) and stops; lane 0 says where in the status, which finish() keeps.
+  CCLAB_HD void bad_peer(const WaitSite& site) {
+    if (b_.tid() == 0 && cfg_.status != nullptr) {
+      write_site(site);
+      set_state(kBlockBadPeer);
+    }
+    state_ = kBlockBadPeer;
+    lane_aborted_ = true;
   }
 
   // ---- LL / LL128: lines ---------------------------------------------------------------------------
@@ -275,7 +288,7 @@ class BlockExec {
     if (b_.tid() == 0 && cfg_.status != nullptr) {
       cfg_.status->records = nrecords_;
       if (!failed) set_state(kBlockDone);
-      else if (state_ != kBlockSizeMismatch) set_state(kBlockAborted);
+      else if (state_ != kBlockSizeMismatch && state_ != kBlockBadPeer) set_state(kBlockAborted);
       b_.fence();
     }
     return !failed;
@@ -330,7 +343,7 @@ class BlockExec {
 #endif
   }
   CCLAB_HD void mark(int32_t s) {
-    if (b_.tid() == 0 && state_ != kBlockSizeMismatch) set_state(s);
+    if (b_.tid() == 0 && state_ != kBlockSizeMismatch && state_ != kBlockBadPeer) set_state(s);
   }
 
   // Lane 0's last value seen per counter (see wait_ge): a block polls at most one counter per

@@ -12,6 +12,7 @@
 
 #include "kernels/block_exec.h"
 #include "kernels/collectives.h"
+#include "kernels/custom.h"
 #include "kernels/nvls.h"
 #include "kernels/p2p.h"
 #include "kernels/pat.h"
@@ -30,6 +31,14 @@ enum BlockWorkKind : int32_t {
   kBlockPat = 4,       // a PAT all_gather / reduce_scatter (kernels/pat.h)
   kBlockNvls = 5,      // an NVLS AllReduce / AllGather / ReduceScatter (coll.coll) over *nvls
   kBlockNvlsTree = 6,  // an NVLS-Tree AllReduce over *nvls and the tree of machines (tree, conn[] as kBlockTree)
+  kBlockCustom = 7,    // a custom algorithm built into the kernels (kernels/custom_block.h; not run_block's)
+};
+
+// kBlockCustom: one declared peer of this rank and its two connection ends on the block's channel.
+struct CustomPeerConn {
+  int32_t peer;
+  ConnInfo* send;  // this rank -> peer
+  ConnInfo* recv;  // peer -> this rank
 };
 
 // One block's work. Pointers are in memory the block can reach (device memory on a GPU). Connections
@@ -52,6 +61,9 @@ struct BlockWork {
   uint64_t stuck_spins;        // spins before a wait reports itself in status (0: kBlockStuckSpins)
   const PatConns* pat;         // kBlockPat: the channel's connections per dimension (conn[] is unused)
   void* scratch;               // kBlockPat: pat_scratch_bytes(coll) bytes for a reduce_scatter's partial sums
+  const CustomPeerConn* custom_peers;  // kBlockCustom: the channel's declared peers (conn[] is unused)
+  int32_t custom_npeers;
+  CustomTopo custom_topo;              // kBlockCustom: the machine the algorithm sees
 };
 
 constexpr int kBlockConns = 2 + 2 * kMaxFan;
@@ -87,15 +99,20 @@ CCLAB_HD bool run_pat_block(Block& b, Ex& ex, const BlockWork& w) {
   return ok;
 }
 
-// Runs `w` on this block. Every lane calls it. Returns true if the block finished without aborting.
-template <typename T, class Block>
-CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
+// The block executor's settings of one block's work (its status, step records, stuck report).
+CCLAB_HD inline BlockExecConfig block_exec_config(const BlockWork& w) {
   BlockExecConfig cfg;
   cfg.status = w.status;
   cfg.records = w.records;
   cfg.record_capacity = w.record_capacity;
   if (w.stuck_spins != 0) cfg.stuck_spins = w.stuck_spins;
-  BlockExec<Block> ex(b, cfg);
+  return cfg;
+}
+
+// Runs `w` on this block. Every lane calls it. Returns true if the block finished without aborting.
+template <typename T, class Block>
+CCLAB_HD bool run_block(Block& b, const BlockWork& w) {
+  BlockExec<Block> ex(b, block_exec_config(w));
   // Each lane advances its own copy of the connections (all lanes step alike); lane 0 writes them back.
   ConnInfo local[kBlockConns];
   ConnInfo* c[kBlockConns];

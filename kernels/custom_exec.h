@@ -18,55 +18,6 @@ struct CustomExecCtx {
   std::string failure;  // set by ExecVTable::fail
 };
 
-namespace detail {
-
-// Calls f(T*) with the C++ type of ncclDataType_t value `type` (nullptr of that type).
-template <typename F>
-void with_custom_type(int type, F&& f) {
-  switch (type) {
-    case 0:
-      f(static_cast<int8_t*>(nullptr));
-      break;
-    case 1:
-      f(static_cast<uint8_t*>(nullptr));
-      break;
-    case 2:
-      f(static_cast<int32_t*>(nullptr));
-      break;
-    case 3:
-      f(static_cast<uint32_t*>(nullptr));
-      break;
-    case 4:
-      f(static_cast<int64_t*>(nullptr));
-      break;
-    case 5:
-      f(static_cast<uint64_t*>(nullptr));
-      break;
-    case 6:
-      f(static_cast<half_t*>(nullptr));
-      break;
-    case 7:
-      f(static_cast<float*>(nullptr));
-      break;
-    case 8:
-      f(static_cast<double*>(nullptr));
-      break;
-    case 9:
-      f(static_cast<bfloat16_t*>(nullptr));
-      break;
-    case 10:
-      f(static_cast<fp8_e4m3_t*>(nullptr));
-      break;
-    case 11:
-      f(static_cast<fp8_e5m2_t*>(nullptr));
-      break;
-    default:
-      break;
-  }
-}
-
-}  // namespace detail
-
 template <typename Exec>
 const ExecVTable* custom_exec_vtable() {
   using Ctx = CustomExecCtx<Exec>;
@@ -78,7 +29,7 @@ const ExecVTable* custom_exec_vtable() {
       [](void* c, int type, const RedOpArg& arg, void* d0, void* d1, const void* a, const void* b, size_t n, bool pre,
          bool post) {
         Exec* ex = static_cast<Ctx*>(c)->exec;
-        detail::with_custom_type(type, [&](auto* tag) {
+        with_custom_type(type, [&](auto* tag) {
           using T = std::remove_pointer_t<decltype(tag)>;
           const RedOp<T> op(arg);
           ex->reduce_copy(op, static_cast<T*>(d0), static_cast<T*>(d1), static_cast<const T*>(a),

@@ -14,6 +14,8 @@
 #   all     the five in turn (for a machine with no 10-minute limit)
 # The A/B of docs/gpu.md's known costs: CCLAB_CUDA_INLINE_DATA_LOOP=ON CCLAB_GPU_BUILD_DIR=build-gpu-inline
 # for the build and bench phases builds and measures the kernels with their data loop inlined.
+# The build has docs' TwoShot and lab 8's solution built in (CCLAB_CUSTOM_ALGOS, unless set), which the
+# test phase's gpu_custom_algorithms runs (docs/custom-algorithms.md, "On the CUDA backend").
 # A phase after build reuses build-gpu/ and the unpacked kit. The kit's packages are unpacked into a
 # private prefix (CCLAB_KIT_ROOT, default /tmp/cclab-kit), never into /, and a library the machine
 # already has (same soname) is taken from the machine.
@@ -28,6 +30,7 @@ build="${CCLAB_GPU_BUILD_DIR:-$root/build-gpu}"
 archs="${CCLAB_CUDA_ARCHS:-90}"
 jobs="${CCLAB_JOBS:-$(nproc)}"
 multiarch=x86_64-linux-gnu
+custom_algos="docs/examples/algorithms/two_shot.cc;labs/solutions/08-your-own-algorithm/my_allreduce.cc"
 mkdir -p "$out"
 
 say() { echo "== gpu_session $phase: $*"; }
@@ -119,7 +122,8 @@ phase_build() {
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCCLAB_CUDA=ON -DCCLAB_CUDA_ARCHS="$archs" \
       -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF -DPKG_CONFIG_EXECUTABLE="$pc" \
-      -DCCLAB_CUDA_INLINE_DATA_LOOP="${CCLAB_CUDA_INLINE_DATA_LOOP:-OFF}" || return 1
+      -DCCLAB_CUDA_INLINE_DATA_LOOP="${CCLAB_CUDA_INLINE_DATA_LOOP:-OFF}" \
+      -DCCLAB_CUSTOM_ALGOS="${CCLAB_CUSTOM_ALGOS-$custom_algos}" || return 1
   fi
   # CCLAB_GPU_TARGETS: build only these targets (default: everything)
   local targets=()

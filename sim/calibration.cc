@@ -107,8 +107,22 @@ Calibration make_default() {
       "Accuracy)";
   c.host_issue_us = 5.66;
   c.host_issue_per_channel_us = 0;
-  c.net_message_us = 0;
-  c.net_message_source = "not fitted yet (0): the NIC port's 0.5 us per side in the presets stands for it";
+  c.net_message_us = 1.51;
+  c.net_message_source =
+      "fitted (bench/sim_accuracy.py --fit --fit-names net_message --curves h100x16-ib-aion-ring-ar: 1.51 us) on "
+      "the 2-node InfiniBand Ring curve (nccl-tests #309: 10.8%/47.8% -> 9.0%/25.7%); judged on the other "
+      "2-node InfiniBand curve, never fitted on (h100x16-ib-xe9680-ar: 29.6% -> 15.7%). Prior: NCCL's tuner adds "
+      "1-2 us of net overhead per step between nodes (tuning.cc netOverhead); half is charged on each NIC "
+      "port link";
+  c.nvls_latency_us = 19.28;
+  c.nvls_step_us = 7.66;
+  c.nvls_source =
+      "fitted (bench/sim_accuracy.py --fit --fit-names nvls.latency,nvls.step --curves h100x8-aws-p5-ar-nvls: "
+      "19.28 and 7.66 us, 14 points 2 MiB - 16 GiB, 1.9% geomean) on the one NCCL-default NVLS curve (8x H100, "
+      "AWS p5); judged on the two Azure NVLS curves never fitted on (docs/simulator.md, Accuracy). Prior: NCCL "
+      "2.28.9 tuning.cc charges NVLS hwLat[NVLINK][NVLS][Simple] = 25 us beyond its bandwidth. Without them the "
+      "simulated NVLS was 20-62% too fast from 2 to 64 MiB; where in the kernel the time goes (multimem "
+      "round trips, the counters' polling) is not modelled step by step";
   c.host_issue_source =
       "fitted (bench/sim_accuracy.sh --fit: 5.66 us, 16 evaluations) on the public nccl-tests curves of "
       "bench/sim_accuracy/: two 8x A100 curves run with -g 8 (stas00/ml-engineering; Azure ND A100 v4) are flat "
@@ -207,6 +221,8 @@ std::vector<Knob> knobs(Calibration* c) {
   k.push_back({"host_issue", "us", c->host_issue_source, &c->host_issue_us, nullptr, 0, 1e6});
   k.push_back({"host_issue.per_channel", "us", c->host_issue_source, &c->host_issue_per_channel_us, nullptr, 0, 1e6});
   k.push_back({"net_message", "us", c->net_message_source, &c->net_message_us, nullptr, 0, 1e6});
+  k.push_back({"nvls.latency", "us", c->nvls_source, &c->nvls_latency_us, nullptr, 0, 1e6});
+  k.push_back({"nvls.step", "us", c->nvls_source, &c->nvls_step_us, nullptr, 0, 1e6});
   return k;
 }
 

@@ -64,6 +64,12 @@ struct Calibration {
   // between machines pays it once.
   double net_message_us = 0;
   const char* net_message_source = "";
+  // NVLS (kernels/nvls.h) beyond its bytes, microseconds: nvls_latency_us once per NVLS collective (every
+  // role of every channel starts after it, like launch_us), nvls_step_us on each head step (a multimem
+  // load-reduce and multicast through the switch) on top of step_overhead_us[Simple].
+  double nvls_latency_us = 0;
+  double nvls_step_us = 0;
+  const char* nvls_source = "";
 
   const GpuModel& gpu(int sm) const;
   // Sets one constant by the name describe() prints ("launch", "step_overhead.LL",

@@ -207,6 +207,7 @@ class SimExec {
   uint64_t jitter_n_ = 0;                     // transfers of this executor so far (jitter's counter)
   void link_down(const InflightXfer& x);
   bool sent_ = false;                         // the current step put data on a wire
+  bool switch_step_ = false;                  // ... through the NVSwitch (nvls_switch): pays nvls_step_us
   std::vector<std::pair<ConnCounter*, uint64_t>> deferred_;
   SimFailure failure_ = SimFailure::kNone;
   WaitSite site_{};

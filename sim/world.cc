@@ -92,6 +92,8 @@ void SimExec::flush() {
     inflight_.clear();
     inflight_xfer_.clear();
     double ov = world_->calibration().step_overhead_us[proto_];
+    if (switch_step_) ov += world_->calibration().nvls_step_us;
+    switch_step_ = false;
     const Degradation& dg = world_->cfg_.degrade;
     if (sent_ && dg.jitter_pct > 0 && sg4::Engine::get_clock() * 1e6 >= dg.jitter_from_us)  // --jitter: this transfer's noise, from the seed and its own counters
       ov += step_latency_us_ * dg.jitter_pct / 100 *
@@ -188,6 +190,7 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
 void SimExec::nvls_switch(double up, double down, double reduce) {
   if (counting_ != nullptr && rec_ == nullptr) return;  // the flow level does not run NVLS (World::choose)
   sent_ = true;
+  switch_step_ = true;
   start_loop();
   sg4::Host* sw = world_->nvswitch_host(rank_);
   sg4::Host* gpu = world_->rank_host(rank_);
@@ -736,11 +739,14 @@ bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, b
   const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling,
                                       nvls_op_supported(coll, static_cast<int>(cfg_.type), static_cast<int>(cfg_.op)));
   // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
-  // the collective; there is no NCCL cost model of it to predict with.
+  // Ring/Simple for the collective (whatever protocol the tuner would pick for NCCL's algorithms, or
+  // --proto says: it runs Simple either way); there is no NCCL cost model of it to predict with.
   if (custom_ != nullptr && nranks_ > 1 && custom_supports(*custom_, coll, custom_topo_, nullptr)) {
+    const TunerChoice rs = tuner_.choose_combo(coll, bytes, AlgoKind::kRing, ProtoKind::kSimple);
+    const TunerChoice& ct = rs.valid ? rs : t;
     c->algo = AlgoKind::kCustom;
     c->proto = kProtoSimple;
-    c->nchannels = std::max(1, std::min(t.valid ? t.nchannels : nch_, nch_));
+    c->nchannels = std::max(1, std::min(ct.valid ? ct.nchannels : nch_, nch_));
     c->predicted_us = 0;
     return true;
   }
@@ -980,7 +986,10 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launche
     if (hooks_ != nullptr) hooks_->spawned();
     actors.push_back(sg4::Actor::create("r" + std::to_string(t.w.rank) + "c" + std::to_string(t.channel),
                                         rank_host_[t.w.rank], [this, &t, &failure, &remaining, &joining, launch] {
-                                          if (launch > 0) sg4::this_actor::sleep_for(launch);
+                                          // NVLS's own fixed cost comes with its launch (calibration.h).
+                                          const double start =
+                                              launch + (t.nvls != nullptr ? cfg_.calibration.nvls_latency_us * 1e-6 : 0.0);
+                                          if (start > 0) sg4::this_actor::sleep_for(start);
                                           SimExec ex(this, t.w.rank, t.channel, t.w.proto);
                                           const bool ok = run_task(ex, t);
                                           ex.flush();

@@ -91,6 +91,10 @@ void refresh(VizState* s) {
     }
   }
   const trace::Trace& t = s->trace();
+  if (s->switches_for != t.links.size()) {  // live: the topology arrives before the events
+    s->switches.build(t);
+    s->switches_for = t.links.size();
+  }
   s->in_flight.clear();
   s->index.in_flight(t, s->tl.t, &s->in_flight);
   if (s->match.built_for() != s->index.indexed()) {

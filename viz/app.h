@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "trace/switch_traffic.h"
 #include "trace/trace.h"
 #include "viz/channel_state.h"
 #include "viz/curves.h"
@@ -35,6 +36,8 @@ struct VizState {
   // ---- indexes (refresh() keeps them current) ----
   TraceIndex index;
   LoadIndex load_index;
+  trace::SwitchIndex switches;    // NVLS switch steps' links (built with the topology)
+  size_t switches_for = static_cast<size_t>(-1);
   SendMatch match;
   IncrementalLoad live_load{1000};
   trace::LinkLoad live_load_out;

@@ -49,6 +49,7 @@ std::string DrawnLayout::to_json(const trace::Trace* t) const {
       o["rank"] = node.rank;
     }
     o["rect"] = rect(n.rect);
+    if (!n.activity.empty()) o["activity"] = n.activity;
     ns.push_back(o);
   }
   j["nodes"] = ns;

@@ -15,6 +15,7 @@ namespace viz {
 struct DrawnNode {
   int index = -1;
   Rect rect;
+  std::string activity;    // an NVSwitch's NVLS work at the cursor ("NVLS: 16 reductions, 250 GB/s"), or ""
 };
 struct DrawnMachine {
   int machine = 0;
@@ -82,7 +83,8 @@ struct DrawnLayout {
   std::vector<DrawnWait> waits;
 
   void clear();
-  // JSON: {"width", "height", "view", "at_us", "nodes": [{index, name, kind, machine, rank, rect:[x0,y0,x1,y1]}],
+  // JSON: {"width", "height", "view", "at_us", "nodes": [{index, name, kind, machine, rank, rect:[x0,y0,x1,y1],
+  // activity (NVSwitch nodes at work only)}],
   // "machines", "links": [{index, from, to, p0, p1, thickness, color:[r,g,b,a], utilization, gbs, capacity_gbs}],
   // "arrows", "chunks", "heatmap": {rect, t0_us, t1_us, rows: [{link, name, y0, y1}]}, "stuck": {report,
   // summary, ranks: [{rank, rect, waiting, culprit, state, color}], waits: [{from, to, p0, control, p1, label}]}}.

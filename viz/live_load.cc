@@ -4,16 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/work.h"
 
 namespace cclab {
 namespace viz {
-
-double wire_bytes(int proto, uint64_t payload) {
-  if (proto == kProtoLL) return static_cast<double>((payload + 7) / 8) * 16.0;
-  if (proto == kProtoLL128) return static_cast<double>((payload + 119) / 120) * 128.0;
-  return static_cast<double>(payload);
-}
 
 IncrementalLoad::IncrementalLoad(int max_bins, double first_bin_us)
     : max_bins_(std::max(2, max_bins)), bin_us_(first_bin_us > 0 ? first_bin_us : 0.1) {}
@@ -33,6 +26,10 @@ void IncrementalLoad::update(const trace::Trace& t) {
     *this = IncrementalLoad(max_bins_);
   }
   if (bytes_.size() < t.links.size()) bytes_.resize(t.links.size());
+  if (switches_for_ != t.links.size()) {  // the topology arrives before the events
+    switches_.build(t);
+    switches_for_ = t.links.size();
+  }
   for (; done_ < t.events.size(); ++done_) add(t, t.events[done_]);
 }
 
@@ -44,35 +41,28 @@ void IncrementalLoad::add(const trace::Trace& t, const trace::Event& e) {
     started_ = true;
   }
   t_max_ = std::max(t_max_, e.end_us);
-  if (e.send_peer < 0 || e.route < 0 || static_cast<size_t>(e.route) >= t.routes.size()) return;
-  const std::vector<int>& links = t.routes[e.route].links;
-  const double wire = wire_bytes(e.proto, e.bytes);
-  if (links.empty() || !(wire > 0)) return;
   while (e.end_us - t0_ >= bin_us_ * max_bins_) coarsen();
   const double x0 = std::max(e.data_us, t0_), x1 = std::max(e.end_us, x0);
+  if (switches_.is_switch_step(e)) {
+    hops_.clear();
+    switches_.hops(e, &hops_);
+    for (const trace::SwitchIndex::Hop& h : hops_) place(h.link, h.bytes, x0, x1);
+    return;
+  }
+  if (e.send_peer < 0 || e.route < 0 || static_cast<size_t>(e.route) >= t.routes.size()) return;
+  const double wire = trace::wire_bytes(e.proto, e.bytes);
+  for (int l : t.routes[e.route].links) place(l, wire, x0, x1);
+}
+
+void IncrementalLoad::place(int link, double wire, double x0, double x1) {
+  if (link < 0 || static_cast<size_t>(link) >= bytes_.size() || !(wire > 0)) return;
   auto bin_of = [&](double x) {
     const int b = static_cast<int>(std::floor((x - t0_) / bin_us_));
     return std::min(max_bins_ - 1, std::max(0, b));
   };
-  const int b0 = bin_of(x0), b1 = bin_of(x1);
-  for (int l : links) {
-    if (l < 0 || static_cast<size_t>(l) >= bytes_.size()) continue;
-    std::vector<double>& a = bytes_[l];
-    if (a.empty()) a.assign(max_bins_, 0.0);
-    if (b0 == b1 || !(x1 > x0)) {
-      a[b1] += wire;
-      continue;
-    }
-    const double rate = wire / (x1 - x0);
-    double placed = 0;
-    for (int b = b0; b < b1; ++b) {
-      const double lo = t0_ + b * bin_us_, hi = lo + bin_us_;
-      const double part = rate * (std::min(hi, x1) - std::max(lo, x0));
-      a[b] += part;
-      placed += part;
-    }
-    a[b1] += wire - placed;
-  }
+  std::vector<double>& a = bytes_[link];
+  if (a.empty()) a.assign(max_bins_, 0.0);
+  trace::spread_bytes(a.data(), t0_, bin_us_, bin_of(x0), bin_of(x1), x0, x1, wire);
 }
 
 void IncrementalLoad::fill(trace::LinkLoad* out, size_t nlinks) const {

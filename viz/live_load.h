@@ -1,12 +1,14 @@
 // viz/live_load.h - link load of a trace that grows (live mode), binned incrementally: each new sending
-// event's wire bytes (LL 2x the payload, LL128 128/120, Simple 1x, as compute_link_load counts them)
-// spread evenly over [data_us, end_us] on every link of its route. Bins start fine and double in width
+// event's wire bytes (trace::wire_bytes, as compute_link_load counts them) spread evenly over
+// [data_us, end_us] on every link of its route; an NVLS switch step's bytes on the GPU <-> NVSwitch links
+// trace/switch_traffic.h names. Bins start fine and double in width
 // (pairs merged) whenever the run outgrows max_bins, so the cost per event stays bounded. Pure logic.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
+#include "trace/switch_traffic.h"
 #include "trace/trace.h"
 
 namespace cclab {
@@ -24,6 +26,7 @@ class IncrementalLoad {
 
  private:
   void add(const trace::Trace& t, const trace::Event& e);
+  void place(int link, double bytes, double x0, double x1);
   void coarsen();  // bin width x2
   int max_bins_;
   double bin_us_;
@@ -31,10 +34,10 @@ class IncrementalLoad {
   bool started_ = false;
   size_t done_ = 0;
   std::vector<std::vector<double>> bytes_;  // per link: bytes per bin (empty: no traffic yet)
+  trace::SwitchIndex switches_;
+  size_t switches_for_ = static_cast<size_t>(-1);  // the link count switches_ was built for
+  std::vector<trace::SwitchIndex::Hop> hops_;
 };
-
-// Bytes a step puts on the wire for `payload` bytes with protocol `proto` (0 LL, 1 LL128, 2 Simple).
-double wire_bytes(int proto, uint64_t payload);
 
 }  // namespace viz
 }  // namespace cclab

@@ -1,5 +1,7 @@
 // viz/view_topology.cc - the topology view: machines, nodes, both directions of every link coloured by
-// utilisation at the cursor, chunks in flight moving along their routes, and a legend.
+// utilisation at the cursor, chunks in flight moving along their routes (an NVLS switch step's: up to
+// the NVSwitch in the step's first half, down from it in the second), what each NVSwitch is doing, and
+// a legend.
 #include <imgui.h>
 
 #include <algorithm>
@@ -219,18 +221,52 @@ void draw_topology_view(VizState* s) {
 
   // Chunks in flight.
   int chunks = 0;
-  for (int ev : s->in_flight) {
-    const trace::Event& e = t.events[ev];
-    if (e.send_peer < 0) continue;
-    V2 p;
-    if (!chunk_position(t, L, e, now, &p)) continue;
-    if (chunks >= 4000) break;
+  auto chunk = [&](int ev, V2 p, Color c) {
     p = p + origin;
-    const Color c = channel_color(e.channel);
     dl->AddRectFilled(ImVec2(p.x - 4, p.y - 4), ImVec2(p.x + 4, p.y + 4), rgba(0, 0, 0, 200));
     dl->AddRectFilled(ImVec2(p.x - 3, p.y - 3), ImVec2(p.x + 3, p.y + 3), c);
     s->drawn.chunks.push_back({ev, p, c});
     ++chunks;
+  };
+  // NVLS: per NVSwitch node, the switch steps in flight, their load-reduces and multicast stores (an
+  // AllReduce head step is both), and the slot bytes per us they move (each step's slot once).
+  struct SwitchWork {
+    int steps = 0, reductions = 0, multicasts = 0;
+    double bytes_per_us = 0;
+  };
+  std::vector<SwitchWork> switch_work(t.nodes.size());
+  std::vector<trace::SwitchIndex::Hop> hops;
+  for (int ev : s->in_flight) {
+    if (chunks >= 4000) break;
+    const trace::Event& e = t.events[ev];
+    const Color c = channel_color(e.channel);
+    if (s->switches.is_switch_step(e)) {
+      const int sw = s->switches.switch_node(e.rank);
+      const double span = e.end_us - e.data_us;
+      if (sw >= 0) {
+        SwitchWork& w = switch_work[sw];
+        ++w.steps;
+        if (e.recv_peer == e.rank) ++w.reductions;
+        if (e.send_peer == e.rank) ++w.multicasts;
+        if (span > 0) w.bytes_per_us += static_cast<double>(e.bytes) / span;
+      }
+      const double f = span > 0 ? (now - e.data_us) / span : 1.0;
+      const int phase = f < 0.5 ? 0 : 1;
+      const float along = static_cast<float>(std::min(1.0, std::max(0.0, phase == 0 ? 2 * f : 2 * f - 1)));
+      hops.clear();
+      s->switches.hops(e, &hops);
+      for (const trace::SwitchIndex::Hop& h : hops) {
+        if (h.phase != phase || chunks >= 4000) continue;
+        Segment seg;
+        if (!link_segment(L, t.links[h.link], link_offset(link_thickness(t.links[h.link].gbs)), &seg)) continue;
+        chunk(ev, lerp(seg.a, seg.b, along), c);
+      }
+      continue;
+    }
+    if (e.send_peer < 0) continue;
+    V2 p;
+    if (!chunk_position(t, L, e, now, &p)) continue;
+    chunk(ev, p, c);
   }
 
   for (const DegradedLabel& g : degraded_labels) {
@@ -249,7 +285,13 @@ void draw_topology_view(VizState* s) {
     const Color fill = node_color(n.kind.c_str());
     dl->AddRectFilled(ImVec2(r.x0, r.y0), ImVec2(r.x1, r.y1), fill, 4);
     dl->AddRect(ImVec2(r.x0, r.y0), ImVec2(r.x1, r.y1), mix(fill, kText, 0.45f), 4);
-    s->drawn.nodes.push_back({static_cast<int>(i), r});
+    std::string activity;
+    if (n.kind == "nvswitch" && switch_work[i].steps > 0) {
+      const SwitchWork& w = switch_work[i];
+      activity = printf_str("NVLS: %d reductions, %d multicasts, %.0f GB/s", w.reductions, w.multicasts,
+                            w.bytes_per_us * 1e-3);
+    }
+    s->drawn.nodes.push_back({static_cast<int>(i), r, activity});
     if (hovered && r.contains(mouse)) hover_node = static_cast<int>(i);
     std::string label = node_label(t, static_cast<int>(i));
     const float lh = ImGui::GetTextLineHeight();
@@ -265,6 +307,8 @@ void draw_topology_view(VizState* s) {
         label = digits;
       }
     }
+    if (!activity.empty() && ImGui::CalcTextSize((label + "   " + activity).c_str()).x <= r.w() - 2)
+      label += "   " + activity;
     if (ImGui::CalcTextSize(label.c_str()).x <= r.w() - 2) {
       const V2 c = r.center();
       text_centered(dl, ImVec2(c.x, two ? c.y - lh * 0.5f : c.y), kText, label.c_str());

@@ -60,6 +60,12 @@ int resident_blocks(int nthreads, int* blocks) {
     if (r != 0) return r;
     if (fewest < 0 || n < fewest) fewest = n;
   }
+  for (int i = 0; i < custom_kernel_count(); ++i) {
+    int n = 0;
+    const int r = custom_kernel(i)->per_sm(nthreads, &n);
+    if (r != 0) return r;
+    if (n < fewest) fewest = n;
+  }
   *blocks = fewest * sms;
   return 0;
 }

@@ -7,7 +7,7 @@
  *     parent and child links that agree, no cycles;
  *   - binary: at most 2 children;
  *   - shallow: depth (edges from the root to the deepest node) at most ceil(log2(nnodes)) + 1;
- *   - complementary: a node that is interior (has children) in one tree is a leaf in the other. For an
+ *   - complementary: a node that is interior (with children) in one tree is a leaf in the other. For an
  *     even nnodes every node; for an odd nnodes one node may be interior in both;
  *   - a reduce up each tree, then a broadcast down, gives every node the sum.
  *

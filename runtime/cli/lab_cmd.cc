@@ -3,6 +3,8 @@
 // build, answers files.
 #include "lab_cmd.h"
 
+#include "perf_options.h"
+
 #include "base/thread_barrier.h"
 #include "sim/sim.h"
 
@@ -476,6 +478,10 @@ bool parse_sim_csv(const std::string& out, std::vector<SimRow>* rows) {
   return header && !rows->empty();
 }
 
+std::string child_wait_timeout(double kill_s) {
+  return format_double(std::max(1.0, std::min(10.0, std::floor(kill_s / 4))), 0);
+}
+
 ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double timeout_s, const std::string& log_path,
                           const std::map<std::string, std::string>& env,
                           const std::vector<std::string>& env_unset_prefixes) {
@@ -701,9 +707,18 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
   const std::string& s = it->second;
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || errno == ERANGE || !std::isfinite(v) || !trim(end).empty()) {
-    *why = key + " = '" + s + "' is not a number (write it as 1.75 or 1.2e3, no units)";
+  double v = std::strtod(s.c_str(), &end);
+  bool ok = end != s.c_str() && errno != ERANGE && std::isfinite(v);
+  if (ok && !trim(end).empty()) {
+    // A size may carry K, M or G (powers of 1024), read as cclab's -b/-e flags read it.
+    try {
+      v = static_cast<double>(parse_size(s, key));
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    *why = key + " = '" + s + "' is not a number (write it as 1.75 or 1.2e3; a size also as 64K or 16M)";
     return false;
   }
   *value = v;
@@ -1021,7 +1036,10 @@ int cmd_check(const Common& c) {
   nlohmann::json status = {
       {"lab", lab->number},      {"passed", all},     {"checks", results.size()},
       {"checks_passed", passed}, {"when", now_iso()}, {"dir", fs::absolute(e.student_dir).lexically_normal().string()}};
-  {
+  // `cclab lab list` reports the student's own checks: an instructor's --json check of another folder
+  // without its own --work leaves the student's status alone.
+  const bool own_status = !c.json || !c.work.empty() || c.dir.empty();
+  if (own_status) {
     std::ofstream f(status_path(e));
     f << status.dump(2) << "\n";
   }

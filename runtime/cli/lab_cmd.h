@@ -140,6 +140,10 @@ struct ChildOutcome {
 ChildOutcome run_in_child(const std::function<nlohmann::json()>& fn, double timeout_s, const std::string& log_path,
                           const std::map<std::string, std::string>& env = {},
                           const std::vector<std::string>& env_unset_prefixes = {});
+// CCLAB_TIMEOUT for a child that run_in_child kills after kill_s: short enough that a hung rank gives
+// up and names its stuck wait (a hang can take two such waits: connecting, then the data) well before
+// the kill - a quarter of kill_s, at most 10 s, at least 1.
+std::string child_wait_timeout(double kill_s);
 // In a child of run_in_child: records where it is (a crash or a time-out reports the last marker).
 void child_marker(const nlohmann::json& where);
 

@@ -19,12 +19,13 @@
 
 namespace cclab {
 
-struct OpDesc;  // core/enqueue.h
-struct Conn;    // core/comm.h
+struct OpDesc;      // core/enqueue.h
+struct Conn;        // core/comm.h
+struct CustomAlgo;  // graph/custom_algo.h
 
 // The version of this interface and of what it hands over (ncclComm, OpDesc): a plugin built from other
 // sources refuses to load (cclab_sim_backend_create returns nullptr).
-constexpr int kBackendAbi = 1;
+constexpr int kBackendAbi = 2;
 
 class Backend {
  public:
@@ -57,6 +58,13 @@ class Backend {
                      int* max_channels) {
     return false;
   }
+  // Custom algorithms (docs/custom-algorithms.md). Whether the backend runs those of CCLAB_ALGO_PLUGIN's
+  // shared objects (the CUDA backend cannot: a GPU does not call into a host shared object), and the ones
+  // compiled into it (the CUDA backend's CCLAB_CUSTOM_ALGOS): the one named `name` (case-insensitive) or
+  // nullptr, *error set when the built-in set itself is wrong (a name taken twice); their names, "" for none.
+  virtual bool runs_custom_plugins() const { return true; }
+  virtual const CustomAlgo* builtin_custom_algo(const std::string& name, std::string* error) { return nullptr; }
+  virtual std::string builtin_custom_algo_names() { return ""; }
   // Whether LL128's 128-byte lines reach every peer whole (false with *why: LL128 is left out).
   virtual bool ll128_safe(std::string* why) { return true; }
   // After the topology, rings and trees are set up: the backend's state for `comm`.

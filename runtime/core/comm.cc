@@ -324,19 +324,34 @@ ncclResult_t read_params(ncclComm_t comm, SharedParams* p) {
   std::string err;
   const std::string algo = param_str("NCCL_ALGO", nullptr), proto = param_str("NCCL_PROTO", nullptr);
   // NCCL_ALGO=<a custom algorithm's name> (graph/custom_algo.h): that algorithm for the collectives it
-  // supports, the tuner's choice for the others.
-  comm->custom_algo = custom_algo_for_env(algo, &err);
+  // supports, the tuner's choice for the others. The CUDA backend runs the ones built into its kernels
+  // (CCLAB_CUSTOM_ALGOS), never a plugin's.
+  const bool plugins = comm->backend->runs_custom_plugins();
+  std::string builtin_names;
+  if (!plugins) {
+    builtin_names = comm->backend->builtin_custom_algo_names();
+    if (builtin_names.empty())
+      builtin_names = "none (cmake -DCCLAB_CUSTOM_ALGOS=<schedule file> builds one in, docs/custom-algorithms.md)";
+    if (!algo.empty() && algo.find_first_of(",;:^") == std::string::npos)
+      comm->custom_algo = comm->backend->builtin_custom_algo(algo, &err);
+    if (!err.empty()) return report_error(ncclInvalidArgument, "%s", err.c_str());
+  }
+  const CustomAlgo* plugin = comm->custom_algo == nullptr ? custom_algo_for_env(algo, &err) : nullptr;
   if (!err.empty()) return report_error(ncclInvalidArgument, "%s", err.c_str());
+  if (plugin != nullptr && !plugins)
+    return report_error(ncclInvalidUsage,
+                        "NCCL_ALGO=%s is a custom algorithm from the plugin %s, which the CUDA backend cannot run (a "
+                        "GPU cannot call into a host shared object): build its source file into the CUDA backend "
+                        "with cmake -DCCLAB_CUSTOM_ALGOS=<file> (docs/custom-algorithms.md); built in here: %s",
+                        algo.c_str(), plugin->path.c_str(), builtin_names.c_str());
+  if (plugin != nullptr) comm->custom_algo = plugin;
   if (comm->custom_algo != nullptr) {
-    if (comm->cuda)
-      return report_error(ncclInvalidUsage,
-                          "NCCL_ALGO=%s is a custom algorithm (%s): custom algorithms run on the host and sim backends; "
-                          "the CUDA backend does not load algorithm plugins",
-                          algo.c_str(), comm->custom_algo->path.c_str());
-    CCLAB_INFO(kLogEnv | kLogTuning, "NCCL_ALGO=%s: custom algorithm %s from %s", algo.c_str(),
-               comm->custom_algo->name.c_str(), comm->custom_algo->path.c_str());
+    CCLAB_INFO(kLogEnv | kLogTuning, "NCCL_ALGO=%s: custom algorithm %s %s %s", algo.c_str(),
+               comm->custom_algo->name.c_str(), comm->custom_algo->builtin >= 0 ? "built in from" : "from",
+               comm->custom_algo->path.c_str());
   } else if (parse_algo_env(algo.empty() ? nullptr : algo.c_str(), &en, &err) != ncclSuccess) {
     if (getenv("CCLAB_ALGO_PLUGIN") != nullptr) err += " (custom algorithms: " + custom_algo_names() + ")";
+    if (!plugins) err += " (custom algorithms built into the CUDA backend: " + builtin_names + ")";
     return report_error(ncclInvalidArgument, "%s", err.c_str());
   }
   if (parse_proto_env(proto.empty() ? nullptr : proto.c_str(), &en, &err) != ncclSuccess)

@@ -50,28 +50,36 @@ bool load_one(const std::string& path, std::vector<CustomAlgo>* out, std::string
     *error = "CCLAB_ALGO_PLUGIN: " + path + ": the algorithm has no name, supports() or peers()";
     return false;
   }
-  for (const char* c = d->name; *c; ++c)
-    if (!(isalnum(static_cast<unsigned char>(*c)) || *c == '_' || *c == '-')) {
-      *error = "CCLAB_ALGO_PLUGIN: " + path + ": algorithm name \"" + d->name +
-               "\" must be letters, digits, '_' or '-' (it is an NCCL_ALGO value)";
-      return false;
-    }
-  static const char* const kBuiltIn[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-  for (const char* b : kBuiltIn)
-    if (strcasecmp(b, d->name) == 0) {
-      *error = "CCLAB_ALGO_PLUGIN: " + path + ": algorithm name \"" + d->name + "\" is one of NCCL's own; rename it";
-      return false;
-    }
-  for (const CustomAlgo& a : *out)
-    if (strcasecmp(a.name.c_str(), d->name) == 0) {
-      *error = "CCLAB_ALGO_PLUGIN: " + path + " and " + a.path + " both define algorithm \"" + d->name + "\"";
-      return false;
-    }
+  std::string why;
+  if (!custom_algo_name_ok(d->name, *out, &why)) {
+    *error = "CCLAB_ALGO_PLUGIN: " + path + ": " + why;
+    return false;
+  }
   out->push_back(CustomAlgo{d->name, path, d});
   return true;
 }
 
 }  // namespace
+
+bool custom_algo_name_ok(const char* name, const std::vector<CustomAlgo>& taken, std::string* why) {
+  for (const char* c = name; *c; ++c)
+    if (!(isalnum(static_cast<unsigned char>(*c)) || *c == '_' || *c == '-')) {
+      *why = std::string("algorithm name \"") + name + "\" must be letters, digits, '_' or '-' (it is an NCCL_ALGO value)";
+      return false;
+    }
+  static const char* const kBuiltIn[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  for (const char* b : kBuiltIn)
+    if (strcasecmp(b, name) == 0) {
+      *why = std::string("algorithm name \"") + name + "\" is one of NCCL's own; rename it";
+      return false;
+    }
+  for (const CustomAlgo& a : taken)
+    if (strcasecmp(a.name.c_str(), name) == 0) {
+      *why = "it and " + a.path + " both define algorithm \"" + name + "\"";
+      return false;
+    }
+  return true;
+}
 
 bool custom_algos_load(std::string* error) {
   Registry& r = registry();

@@ -16,10 +16,15 @@ namespace cclab {
 
 struct CustomAlgo {
   std::string name;  // as the plugin spells it
-  std::string path;  // the shared object
-  const CustomAlgoDesc* desc = nullptr;
+  std::string path;  // the shared object (built in: the source file CCLAB_CUSTOM_ALGOS named)
+  const CustomAlgoDesc* desc = nullptr;  // built in: name, supports and peers (no host run functions)
+  int builtin = -1;  // >= 0: built into the CUDA backend's kernels, its kernels/cuda/launch.h custom_kernel()
 };
 
+// Whether `name` may name a custom algorithm next to `taken`: an NCCL_ALGO value (letters, digits, '_',
+// '-'), none of NCCL's algorithms, none of taken's (case-insensitive). False with *why naming the clash
+// (the algorithm of taken that has the name: " and <its path> both define").
+bool custom_algo_name_ok(const char* name, const std::vector<CustomAlgo>& taken, std::string* why);
 // Loads CCLAB_ALGO_PLUGIN's shared objects (once); false with *error naming the file and what is wrong
 // with it (not found, not a cclab algorithm, built against other cclab sources, a name taken twice).
 bool custom_algos_load(std::string* error);

@@ -549,7 +549,7 @@ void build_nvlink_pairs(Topology* t) {
 //            cpu0               Xeon (Sapphire Rapids), PCIe Gen5 root
 //             |
 //            pci0               PCIe Gen5 x16 switch
-//           /    \
+//           /    \    two x16 ports
 //        gpu0    nic0 - net0    H100 PCIe (sm90); ConnectX-7 400 Gb/s
 const char kPcie1Gpu[] =
     "           cpu0               Xeon (Sapphire Rapids), PCIe Gen5 root\n"

@@ -779,7 +779,19 @@ TunerChoice CostModel::choose(CollKind coll, size_t bytes, int num_pipe_ops, boo
     }
   }
   if (best_a < 0) return out;  // valid = false: nothing enabled/available
+  return finish(bytes, best_a, best_p, best_nc, best);
+}
 
+TunerChoice CostModel::choose_combo(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto, int num_pipe_ops) const {
+  if (coll_index(coll) < 0 || coll_index(coll) >= kNumColls) return TunerChoice();
+  int nc = 1;
+  const double t = in_.nranks == 1 ? 0.0 : time_us(coll, bytes, algo, proto, num_pipe_ops, &nc);
+  if (t < 0) return TunerChoice();
+  return finish(bytes, static_cast<int>(algo), static_cast<int>(proto), nc, t);
+}
+
+TunerChoice CostModel::finish(size_t bytes, int best_a, int best_p, int best_nc, double best) const {
+  TunerChoice out;
   out.algo = static_cast<AlgoKind>(best_a);
   out.proto = static_cast<ProtoKind>(best_p);
   out.time_us = best;

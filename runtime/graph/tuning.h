@@ -119,6 +119,10 @@ class CostModel {
   TunerChoice choose(CollKind coll, size_t bytes, int num_pipe_ops = 1, bool allow_pat = true,
                      bool nvls_ok = true) const;
 
+  // One combination as choose() would run it had it won (its channel and thread trimming); valid false
+  // when it is unavailable or disabled. A custom algorithm runs on Ring/Simple's channels.
+  TunerChoice choose_combo(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto, int num_pipe_ops = 1) const;
+
   // "Tree/LL at 64 KiB: 13.0 us = latency 12.1 us (base 6.8 + 2 x (7 x 0.6 + ...)) + 0.9 us for
   // 65536 B at 72.0 GB/s; not chosen: Ring/LL 14.2 us ..." - the derivation of one prediction.
   std::string explain(CollKind coll, size_t bytes, AlgoKind algo, ProtoKind proto) const;
@@ -130,6 +134,9 @@ class CostModel {
   bool host_model() const { return in_.host.cores > 0; }
 
  private:
+  // choose()'s result for the winner (algo a, proto p, the model's channel count nc, time t): trimmed.
+  TunerChoice finish(size_t bytes, int a, int p, int nc, double t) const;
+
   TunerInput in_;
   double lat_[kNumColls][kNumAlgos][kNumProtos] = {};
   double bw_[kNumColls][kNumAlgos][kNumProtos] = {};

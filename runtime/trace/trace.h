@@ -210,8 +210,17 @@ void sort_events(std::vector<Event>* events);
 
 // Fills t->load from the events: each sending step's wire bytes (the protocol's: LL 2x the payload,
 // LL128 128/120) spread evenly over [data_us, end_us] on every link of its route, summed into at most
-// `max_bins` bins over the trace's time span. Links that carried nothing have no series.
+// `max_bins` bins over the trace's time span. Links that carried nothing have no series. NVLS switch
+// steps (a rank that names itself as its peer, trace/switch_traffic.h) load the GPU <-> NVSwitch links.
 void compute_link_load(Trace* t, int max_bins = 1000);
+// Adds `bytes` moving evenly over [x0, x1] to the bins b0 .. b1 of `bins` (bin b covers [t0 + b x bin_us,
+// t0 + (b + 1) x bin_us)): each bin its share of the overlap, the last bin the rest, so the bytes are
+// conserved exactly; all of them to bin b1 when b0 == b1 or the interval is empty. compute_link_load and
+// the visualiser's live binning both place a step's bytes with it.
+void spread_bytes(double* bins, double t0, double bin_us, int b0, int b1, double x0, double x1, double bytes);
+// Bytes a step puts on the wire for `payload` bytes with protocol `proto` (kProtoLL: 8-byte lines of
+// 4 data + 4 flag bytes, 2x; kProtoLL128: 120 data bytes per 128-byte line; Simple: the payload).
+double wire_bytes(int proto, uint64_t payload);
 
 // Whole-file write and read. False with *error naming the file and what was wrong ("not a cclab
 // trace (bad magic)", "trace format version 7 is newer than this reader (1)", "truncated: section 4

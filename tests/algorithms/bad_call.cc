@@ -15,7 +15,7 @@ struct BadCall {
     return out[0] == out[1] ? 1 : 2;
   }
   template <class P>
-  static void run(P& p) {
+  CCLAB_HD static void run(P& p) {
     p.send((p.rank() + 2) % p.nranks(), cclab::in_at(0), p.count());
   }
 };

@@ -64,6 +64,15 @@ expect_in trace_info "AllReduce     TwoShot Simple"
 run sim_compare 120 "$cclab" sim all_reduce --topo dgx-h100 -b 64K -e 1M -f 16 --compare "--algo ring" "--algo TwoShot"
 [ "$rc" = 0 ] || fail "sim --compare: exited $rc"
 expect_in sim_compare "TwoShot/Simple/"
+# A custom algorithm runs Simple whatever --proto says, on Ring/Simple's channels: the same channel count
+# with and without --proto simple (at 64 KiB on dgx-h100:4 the tuner's own pick, LL, would take 16).
+run sim_proto 120 "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 64K --compare "--algo TwoShot" \
+  "--algo TwoShot --proto simple"
+[ "$rc" = 0 ] || fail "sim --compare with and without --proto: exited $rc"
+chans=$(grep -o "TwoShot/Simple/[0-9]*" "$work/sim_proto.out" | sort -u)
+[ "$(echo "$chans" | wc -l)" = 1 ] && [ -n "$chans" ] ||
+  fail "sim_proto: a custom algorithm's channels depend on --proto: $(echo $chans)"
+[ "$chans" = "TwoShot/Simple/2" ] || fail "sim_proto: expected Ring/Simple's 2 channels at 64 KiB, got $chans"
 
 # 3. Broken plugins and names: a clear error, no hang.
 run bad_peers_host 60 env CCLAB_ALGO_PLUGIN="$plugins/bad_peers.so" NCCL_ALGO=BadPeers "$cclab" perf all_reduce -t 3 -b 1K -e 1K

@@ -18,7 +18,7 @@ struct WrongSum {
     return n;
   }
   template <class P>
-  static void run(P& p) {
+  CCLAB_HD static void run(P& p) {
     const int n = p.nranks(), me = p.rank();
     const cclab::Range r = p.channel_range();
     const size_t per = (r.size() + n - 1) / n;

@@ -5,7 +5,8 @@
 #   skeleton   the skeleton as committed: only the compile check passes; the TODO 1 hint, the torn line
 #   solution   labs/solutions/03-protocols passes every check; `lab run 03` shows the same lines as cclab's
 #   oneflag    the solution checking only the first half's flag: the torn-line check fails, the rest pass
-#   answers    the solution with wrong answers: those checks fail, with what was wrong
+#   answers    the solution with wrong answers: those checks fail, with what was wrong; a size written
+#              128M is read as 128 MiB
 # The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
 case="$1" cclab="$2" src="$3" work="$4/$case"
@@ -52,12 +53,14 @@ case "$case" in
   answers)
     solution_variant answers "" ""
     sed -i -e 's/^ll_efficiency = .*/ll_efficiency = 0.9375/' -e 's/^crossover_ll128 = .*/crossover_ll128 = 64/' \
-      "$work/answers/answers.txt"
+      -e 's/^crossover_simple = .*/crossover_simple = 128M/' "$work/answers/answers.txt"
     check "$work/answers"
     expect_rc 1
     expect "9 of 11 checks pass"
     expect "LL's payload bytes / wire bytes: 0.9375 is not within 1% of the right value"
+    expect "A fraction between 0 and 1, not a percentage"
     expect "64 is more than one size step (x2) from the size the grader found"
+    expect "128M is right"  # a size with a K/M/G suffix, as the sweeps print them
     ;;
   *)
     echo "lab03_check_test.sh: unknown case $case" >&2

@@ -29,7 +29,7 @@ case "$case" in
     expect "tree 0 is a binary tree over every node pass"
     expect "nnodes 6, tree 0: node 5 is 5 hops from the root, more than ceil(log2 6) + 1 = 4"
     expect "a chain (the skeleton) or a lopsided tree is n-1 deep"
-    expect "nnodes 2: 1 node is interior (has children) in both trees: 0; at most 0 may be (even nnodes)"
+    expect "nnodes 2: 1 node is interior (with children) in both trees: 0; at most 0 may be (even nnodes)"
     expect "no answer for 'crossover' yet"
     ((seconds <= 10)) || fail "took $seconds s: the skeleton has no answers, nothing to simulate"
     ;;
@@ -54,7 +54,7 @@ open(p, "w").write(t)
 PY
     check "$work/mirror"
     expect_rc 1
-    expect "nnodes 3: 2 nodes are interior (has children) in both trees: 0, 2; at most 1 may be (odd nnodes)"
+    expect "nnodes 3: 2 nodes are interior (with children) in both trees: 0, 2; at most 1 may be (odd nnodes)"
     expect "TODO 2: mirror for even n, shift for odd n"
     ;;
   answers)

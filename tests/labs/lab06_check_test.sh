@@ -38,7 +38,7 @@ case "$case" in
     expect_rc 1
     expect "2 of 8 checks pass"
     expect "cost: 256 NIC ports x 1.6 + 768 switch ports (256 down, 256 up x 2) x 0.8 = 1024.0 k$"
-    expect "6.99 ms, busbw 306.1 GB/s"
+    expect "7.39 ms, busbw 289.6 GB/s"
     expect "the cheapest design the grader found that meets the target costs 358.4 k$"
     expect "yours costs 2.86x"
     expect "which parts of the network does it not need?"
@@ -59,8 +59,8 @@ case "$case" in
     check "$(design slow 'nodes = 32' 'nics_per_node = 2' 'nic_gbps = 800' 'oversubscription = 4:1')"
     expect_rc 1
     expect "= 345.6 k$"
-    expect "23.88 ms, busbw 89.6 GB/s"
-    expect "too slow by 84%: the target needs busbw >= 164.5 GB/s"
+    expect "24.67 ms, busbw 86.7 GB/s"
+    expect "too slow by 83%: the target needs busbw >= 158.5 GB/s"
     expect "a port moves no more than the PCIe slot it sits in"
     expect "skipped: needs a design that meets the target (above)"
     ;;
@@ -69,7 +69,7 @@ case "$case" in
     expect_rc 0
     expect "8 of 8 checks pass"
     expect "Lab 06 is done"
-    expect "yours 358.4 k$: 32 x DGX H100 (256 GPUs), 4 x 400G NIC port(s) each, 4:1, 12.65 ms"
+    expect "yours 358.4 k$: 32 x DGX H100 (256 GPUs), 4 x 400G NIC port(s) each, 4:1, 13.05 ms"
     "$cclab" lab run 06 --dir "$solution" --work "$work" >"$out" 2>&1 || fail "lab run failed"
     expect "NIC port -> leaf 128 66.572"
     expect "leaf -> spine 0 0.000 0.00"
@@ -77,12 +77,12 @@ case "$case" in
   answers)
     mkdir -p "$work/answers"
     cp "$solution/cluster.txt" "$work/answers/"
-    sed -e 's/^busbw_2x800 = .*/busbw_2x800 = 169.05/' -e 's/^oversub_dgx = .*/oversub_dgx = 2/' \
+    sed -e 's/^busbw_2x800 = .*/busbw_2x800 = 163.89/' -e 's/^oversub_dgx = .*/oversub_dgx = 2/' \
       "$solution/answers.txt" >"$work/answers/answers.txt"
     check "$work/answers"
     expect_rc 1
     expect "6 of 8 checks pass"
-    expect "169.05 is not within 5% of the grader's value"
+    expect "163.89 is not within 5% of the grader's value"
     expect "hint: the busbw column of cclab sim all_reduce --topo dgx-h100:32 -b 1G --nics-per-node 2 --nic-bw 100"
     expect "2 is not within 5% of the grader's value"
     ;;

@@ -5,7 +5,12 @@
 // same rings and trees -- byte for byte, with inputs whose reduction order matters (random floats), so
 // a lane mapping that reduced in another order, skipped or duplicated a pack, or raced would show.
 // Integer runs are also checked against the exact fold. Aborts, size mismatches and step records
-// (CCLAB_TRACE on the CUDA backend) go through the same BlockExec and are checked here too.
+// (CCLAB_TRACE on the CUDA backend) go through the same BlockExec and are checked here too. So are custom
+// algorithms built into the kernels (kernels/custom_block.h): the schedule files below are compiled in as
+// the .cu files CMake generates from CCLAB_CUSTOM_ALGOS compile them (CCLAB_CUSTOM_BUILTIN defined: the
+// CCLAB_CUSTOM_ALGORITHM line exports no plugin) and run on host threads playing each block.
+#define CCLAB_CUSTOM_BUILTIN(Algo)
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -24,8 +29,13 @@
 #include <vector>
 
 #include "backends/host/host_exec.h"
+#include "docs/examples/algorithms/two_shot.cc"
 #include "kernels/block_kernel.h"
 #include "kernels/collectives.h"
+#include "kernels/custom_block.h"
+#include "kernels/custom_exec.h"
+#include "labs/solutions/08-your-own-algorithm/my_allreduce.cc"
+#include "tests/algorithms/bad_call.cc"
 
 namespace cclab {
 namespace {
@@ -966,6 +976,200 @@ TEST(BlockExec, NvlsThroughTheBlockKernel) {
   EXPECT_GT(view[0].step_up, 0u);
   EXPECT_GT(view[0].step_down, 0u);
   for (int r = 1; r < n; ++r) EXPECT_EQ(view[r].step_up, view[0].step_up);
+}
+
+
+// ---- custom algorithms built into the kernels (kernels/custom_block.h) ------------------------------
+
+struct CustomCase {
+  int nranks;
+  int nch;
+  size_t count;
+  RedOpArg op;
+  int lanes;
+};
+
+CollWork custom_work_of(const CustomCase& c, int r, const void* in, void* out, uint64_t op_count) {
+  CollWork w{};
+  w.coll = CollKind::kAllReduce;
+  w.count = c.count;
+  w.send = in;
+  w.recv = out;
+  w.rank = r;
+  w.nranks = c.nranks;
+  w.nchannels = c.nch;
+  w.proto = kProtoSimple;
+  w.redop = c.op;
+  w.redop.nranks = c.nranks;
+  w.op_count = op_count;
+  w.chunk_bytes = ProtoSimpleRing::max_chunk_bytes(buff_bytes_of(kProtoSimple));  // as enqueue.cc's
+  return w;
+}
+
+// Runs `ops` all_reduces of custom algorithm Algo (T is ncclDataType_t kType) on fresh connections: with
+// the host executor as the host backend runs a plugin (lanes == 0: custom_run over the HostExec table),
+// or with the block executor as the CUDA kernel runs a built-in one (run_custom_block over a peer table).
+// status, if given, receives each rank's and channel's block status (r * nch + ch).
+template <class Algo, typename T, int kType>
+std::string run_custom(const CustomCase& c, int lanes, const std::vector<std::vector<T>>& in,
+                       std::vector<std::vector<T>>* out, int ops, std::vector<unsigned char>* wire = nullptr,
+                       std::vector<BlockStatus>* status = nullptr) {
+  Mesh mesh(c.nranks, c.nch, buff_bytes_of(kProtoSimple), step_bytes_of(kProtoSimple));
+  const CustomTopo topo{c.nranks, 1, c.nranks};
+  std::vector<std::string> err(static_cast<size_t>(c.nranks) * c.nch);
+  std::vector<BlockStatus> st(err.size());
+  std::atomic<int> abort_flag{0};
+  for (int op = 1; op <= ops; ++op) {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < c.nranks; ++r) {
+      std::vector<int> peers(kMaxCustomPeers);
+      peers.resize(static_cast<size_t>(Algo::peers(topo, r, peers.data(), kMaxCustomPeers)));
+      for (int ch = 0; ch < c.nch; ++ch) {
+        const CollWork w = custom_work_of(c, r, in[r].data(), (*out)[r].data(), static_cast<uint64_t>(op));
+        const size_t k = static_cast<size_t>(r) * c.nch + ch;
+        std::string* e = &err[k];
+        if (lanes == 0) {
+          auto send_to = std::make_shared<std::vector<ConnInfo*>>(c.nranks, nullptr);
+          auto recv_from = std::make_shared<std::vector<ConnInfo*>>(c.nranks, nullptr);
+          for (int q : peers) {
+            (*send_to)[q] = mesh.send(ch, r, q);
+            (*recv_from)[q] = mesh.recv(ch, q, r);
+          }
+          threads.emplace_back([=, &abort_flag] {
+            HostExecConfig cfg;
+            cfg.abort_flag = &abort_flag;
+            cfg.timeout_us = 60e6;
+            HostExec exec(cfg);
+            CustomExecCtx<HostExec> ctx{&exec, {}};
+            const bool ok = custom_run<Algo, T, kType>(custom_exec_vtable<HostExec>(), &ctx, w, ch, topo,
+                                                       send_to->data(), recv_from->data());
+            if (!ctx.failure.empty())
+              *e = "host executor: " + ctx.failure;
+            else if (!ok)
+              *e = "host executor: " + exec.failure_message();
+          });
+        } else {
+          auto table = std::make_shared<std::vector<CustomPeerConn>>();
+          for (int q : peers) table->push_back(CustomPeerConn{q, mesh.send(ch, r, q), mesh.recv(ch, q, r)});
+          BlockWork bw{};
+          bw.kind = kBlockCustom;
+          bw.channel = ch;
+          bw.coll = w;
+          bw.custom_peers = table->data();
+          bw.custom_npeers = static_cast<int32_t>(table->size());
+          bw.custom_topo = topo;
+          bw.status = &st[k];
+          auto shared = std::make_shared<EmuShared>(lanes, &abort_flag);
+          for (int l = 0; l < lanes; ++l)
+            threads.emplace_back([=] {
+              (void)table;  // keeps bw.custom_peers alive
+              EmuBlock b(shared.get(), l);
+              if (!run_custom_block<Algo, T>(b, bw) && l == 0) *e = "block executor stopped";
+            });
+        }
+      }
+    }
+    for (auto& t : threads) t.join();
+    if (status != nullptr) *status = st;
+    for (auto& e : err)
+      if (!e.empty()) return e;
+  }
+  if (wire != nullptr) *wire = mesh.wire();
+  return "";
+}
+
+// The block executor's bytes equal the host executor's for custom algorithm Algo: the outputs of two
+// all_reduces on the same connections, and every FIFO's slots.
+template <class Algo, typename T, int kType>
+void expect_custom_same(const CustomCase& c, const char* type, uint32_t seed) {
+  SCOPED_TRACE(std::string(Algo::kName) + " " + type + " ranks=" + std::to_string(c.nranks) + " ch=" +
+               std::to_string(c.nch) + " count=" + std::to_string(c.count) + " op=" +
+               std::to_string(static_cast<int>(c.op.kind)) + " lanes=" + std::to_string(c.lanes));
+  const Case ring{CollKind::kAllReduce, kProtoSimple, false, c.nranks, c.nch, c.count, c.op, c.lanes};
+  const auto in = inputs<T>(ring, false, seed);
+  std::vector<std::vector<T>> host(c.nranks, std::vector<T>(c.count)), block = host;
+  for (int r = 0; r < c.nranks && c.count > 0; ++r) {
+    std::memset(host[r].data(), 0x5a, host[r].size() * sizeof(T));
+    std::memset(block[r].data(), 0x5a, block[r].size() * sizeof(T));
+  }
+  std::vector<unsigned char> host_wire, block_wire;
+  ASSERT_EQ((run_custom<Algo, T, kType>(c, 0, in, &host, 2, &host_wire)), "");
+  ASSERT_EQ((run_custom<Algo, T, kType>(c, c.lanes, in, &block, 2, &block_wire)), "");
+  for (int r = 0; r < c.nranks; ++r)
+    ASSERT_TRUE(host[r].empty() || std::memcmp(host[r].data(), block[r].data(), host[r].size() * sizeof(T)) == 0)
+        << "rank " << r;
+  ASSERT_TRUE(host_wire == block_wire) << "the FIFOs differ: the wire bytes are not the host executor's";
+}
+
+// Lab 8's reference solution (recursive halving-doubling, labs/solutions/08-your-own-algorithm) and the
+// documented TwoShot (docs/examples/algorithms/two_shot.cc) in the CUDA kernel's body: powers of two and
+// not (a remainder pairs up first), counts from one element to several FIFOs per exchange (8 slots of
+// 4 KiB here), two channels, lane counts that do and do not divide the 16-byte packs.
+TEST(BlockExecCustom, BuiltInAlgorithmsMatchTheHostExecutor) {
+  uint32_t seed = 700;
+  for (int n : {2, 3, 4, 5, 8})
+    for (size_t count : {size_t(1), size_t(1000), size_t(30011)}) {
+      const int lanes = n % 2 == 0 ? 4 : 3;
+      expect_custom_same<MyAllReduce, float, 7>({n, 2, count, kSum, lanes}, "float", seed++);
+      expect_custom_same<TwoShot, float, 7>({n, 2, count, kSum, lanes}, "float", seed++);
+      if (count == 30011 && n <= 5) {
+        expect_custom_same<MyAllReduce, half_t, 6>({n, 1, count, kAvg, 8}, "half", seed++);
+        expect_custom_same<TwoShot, bfloat16_t, 9>({n, 2, count, premul_half<bfloat16_t>(), 5}, "bf16", seed++);
+        expect_custom_same<MyAllReduce, double, 8>({n, 2, count, kMax, 1}, "double", seed++);
+        expect_custom_same<TwoShot, int8_t, 0>({n, 1, count, kSum, 4}, "int8", seed++);
+        expect_custom_same<MyAllReduce, fp8_e4m3_t, 10>({n, 1, count, kSum, 3}, "fp8e4m3", seed++);
+      }
+    }
+}
+
+// Integers through the block kernel of lab 8's solution are the exact sum (and ncclAvg's division once,
+// on the final reduction), independently of the host executor.
+TEST(BlockExecCustom, IntegerAllReduceIsTheExactSum) {
+  for (int n : {3, 4, 6})
+    for (RedOpArg op : {kSum, kAvg}) {
+      SCOPED_TRACE(std::to_string(n) + " ranks, op " + std::to_string(static_cast<int>(op.kind)));
+      const CustomCase c{n, 2, 20000, op, 4};
+      std::vector<std::vector<int32_t>> in(n, std::vector<int32_t>(c.count)), out = in;
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < c.count; ++i) in[r][i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(r) * 13) % 1001);
+      ASSERT_EQ((run_custom<MyAllReduce, int32_t, 2>(c, c.lanes, in, &out, 1)), "");
+      for (int r = 0; r < n; ++r)
+        for (size_t i = 0; i < c.count; ++i) {
+          int64_t sum = 0;
+          for (int q = 0; q < n; ++q) sum += in[q][i];
+          const int32_t want = static_cast<int32_t>(op.kind == RedOpKind::kSumPostDiv ? sum / n : sum);
+          ASSERT_EQ(out[r][i], want) << "rank " << r << " element " << i;
+        }
+    }
+}
+
+// A schedule that calls a peer it did not declare (tests/algorithms/bad_call.cc sends to rank + 2) stops
+// every block; the status says which rank, channel and peer, and the message the CUDA backend builds from
+// it is the host executor's.
+TEST(BlockExecCustom, AnUndeclaredPeerStopsTheBlockAndStatusNamesIt) {
+  const CustomCase c{4, 2, 1000, kSum, 4};
+  const Case ring{CollKind::kAllReduce, kProtoSimple, false, c.nranks, c.nch, c.count, c.op, c.lanes};
+  const auto in = inputs<float>(ring, false, 1);
+  std::vector<std::vector<float>> out(c.nranks, std::vector<float>(c.count));
+  const std::string host = run_custom<BadCall, float, 7>(c, 0, in, &out, 1);
+  std::vector<BlockStatus> status;
+  EXPECT_EQ((run_custom<BadCall, float, 7>(c, c.lanes, in, &out, 1, nullptr, &status)), "block executor stopped");
+  ASSERT_EQ(status.size(), static_cast<size_t>(c.nranks * c.nch));
+  for (int r = 0; r < c.nranks; ++r)
+    for (int ch = 0; ch < c.nch; ++ch) {
+      const BlockStatus& s = status[static_cast<size_t>(r) * c.nch + ch];
+      EXPECT_EQ(s.state, kBlockBadPeer);
+      EXPECT_EQ(s.rank, r);
+      EXPECT_EQ(s.channel, ch);
+      EXPECT_EQ(s.peer, (r + 2) % c.nranks);
+      EXPECT_EQ(s.for_data, 0);  // a send
+    }
+  // The host executor's first failure (rank 0, channel 0) in the words the CUDA backend uses.
+  char msg[160];
+  const BlockStatus& s0 = status[0];
+  custom_bad_peer_message(msg, sizeof msg, WaitSite{s0.rank, s0.channel, s0.peer, 0, s0.for_data != 0, PrimKind::kSend},
+                          c.nranks);
+  EXPECT_EQ(host, std::string("host executor: ") + msg);
 }
 
 }  // namespace

@@ -158,14 +158,14 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
     start = nl + 1;
   }
   // header + 3 per GPU (SMs, copy rate, tensor peak) + 5 efficiencies + 3 step overheads + 3 loop shares +
-  // launch + 2 host issue costs + the network's per-message cost
-  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 3 + 1 + 2 + 1) << d;
+  // launch + 2 host issue costs + the network's per-message cost + NVLS's latency and per-step cost
+  ASSERT_EQ(lines.size(), 1u + 3 * 4 + 5 + 3 + 3 + 1 + 2 + 1 + 2) << d;
   EXPECT_EQ(d.find("(no source)"), std::string::npos) << d;
   for (const char* name : {"gpu.sm70 (V100).sms", "gpu.sm70 (V100).sm_copy", "gpu.sm80 (A100).sm_copy",
                            "gpu.sm90 (H100 SXM).sms", "gpu.sm100 (B200).sm_copy", "gpu.sm90 (H100 SXM).tflops", "efficiency.nvlink",
                            "efficiency.pcie", "efficiency.sys", "efficiency.net", "efficiency.loc",
                            "step_overhead.LL ", "step_overhead.LL128", "step_overhead.Simple", "loop_share.LL ",
-                           "loop_share.LL128", "loop_share.Simple", "launch", "host_issue ", "host_issue.per_channel", "net_message"}) {
+                           "loop_share.LL128", "loop_share.Simple", "launch", "host_issue ", "host_issue.per_channel", "net_message", "nvls.latency", "nvls.step"}) {
     EXPECT_NE(d.find(name), std::string::npos) << name << "\n" << d;
   }
   for (size_t i = 1; i < lines.size(); ++i) EXPECT_GT(lines[i].size(), 60u) << lines[i];
@@ -179,7 +179,7 @@ TEST(Calibration, DescribeListsEveryConstantWithItsSource) {
 TEST(Calibration, SetByTheNamesTheTablePrints) {
   Calibration c = default_calibration();
   const std::vector<std::string> names = c.names();
-  ASSERT_EQ(names.size(), 3u * 4 + 5 + 3 + 3 + 1 + 2 + 1);
+  ASSERT_EQ(names.size(), 3u * 4 + 5 + 3 + 3 + 1 + 2 + 1 + 2);
   const std::string table = c.describe();
   for (const std::string& n : names) {
     const std::string key = n.find('.') == std::string::npos ? n : n.substr(n.rfind('.'));
@@ -539,7 +539,12 @@ void check_platform(const Topology& t, const std::vector<std::pair<int, int>>& p
       EXPECT_DOUBLE_EQ(k->get_bandwidth(), tl.bw * 1e9 * efficiency(tl.type)) << k->get_name();
     }
     EXPECT_DOUBLE_EQ(p->link_rate(l), k->get_bandwidth()) << k->get_name();
-    EXPECT_DOUBLE_EQ(k->get_latency(), tl.latency_us * 1e-6) << k->get_name();
+    // A NIC port link carries half of the network's per-message cost (Calibration::net_message_us).
+    const TopoNodeType ft = t.nodes[tl.from].type, tt = t.nodes[tl.to].type;
+    const bool nic_port = (ft == TopoNodeType::kNic && tt == TopoNodeType::kNet) ||
+                          (ft == TopoNodeType::kNet && tt == TopoNodeType::kNic);
+    EXPECT_DOUBLE_EQ(k->get_latency(), (tl.latency_us + (nic_port ? cal.net_message_us / 2 : 0.0)) * 1e-6)
+        << k->get_name();
     EXPECT_EQ(k->get_sharing_policy(), s4u::Link::SharingPolicy::SHARED) << k->get_name();
     EXPECT_NE(p->link(tl.reverse), k);  // the two directions of a cable are two links
   }
@@ -565,14 +570,18 @@ void check_platform(const Topology& t, const std::vector<std::pair<int, int>>& p
     double latency = 0;
     p->gpu_host(ab.first)->route_to(p->gpu_host(ab.second), got, &latency);
     std::vector<s4u::Link*> want;
-    double lat_want = 0;
+    double lat_want = 0, ports = 0;  // ports: NIC port links crossed, each with half of net_message
     for (int l : tp.links) {
       want.push_back(p->link(l));
       lat_want += t.links[l].latency_us * 1e-6;
+      const TopoNodeType ft = t.nodes[t.links[l].from].type, tt = t.nodes[t.links[l].to].type;
+      if ((ft == TopoNodeType::kNic && tt == TopoNodeType::kNet) || (ft == TopoNodeType::kNet && tt == TopoNodeType::kNic))
+        ports += 1;
     }
+    const double message = ports * default_calibration().net_message_us / 2 * 1e-6;
     EXPECT_EQ(got, want) << t.nodes[ab.first].name << " -> " << t.nodes[ab.second].name;
-    EXPECT_NEAR(latency, lat_want, 1e-15);
-    EXPECT_NEAR(latency, tp.latency_us * 1e-6, 1e-15);
+    EXPECT_NEAR(latency, lat_want + message, 1e-15);
+    EXPECT_NEAR(latency, tp.latency_us * 1e-6 + message, 1e-15);
   }
   // After seal: declared routes are still fine to ask for, new ones fail.
   ASSERT_TRUE(p->add_route(pairs[0].first, pairs[0].second, &err)) << err;
@@ -805,7 +814,7 @@ void check_cross_machine_flow(const Topology& t, double want_bottleneck) {
   double min_rate = 1e300, lat = 0;
   for (int l : p->route(a, b)) {
     min_rate = std::min(min_rate, p->link_rate(l));
-    lat += t.links[l].latency_us * 1e-6;
+    lat += p->link(l)->get_latency();  // the cable's, plus net_message / 2 on a NIC port (checked above)
   }
   EXPECT_DOUBLE_EQ(min_rate, want_bottleneck);
   const double bytes = 1e9;

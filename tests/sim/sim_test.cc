@@ -370,6 +370,32 @@ TEST(Sim, NetMessageCostIsPaidBetweenMachinesOnly) {
   }
 }
 
+// NVLS's own costs (nvls.latency once per collective, nvls.step per head step) move NVLS and nothing else:
+// an NVLS all_reduce gets at least the latency's difference slower, Ring not at all.
+TEST(Sim, NvlsCostsArePaidByNvlsOnly) {
+  for (const char* algo : {"nvls", "ring"}) {
+    SimConfig cfg;
+    cfg.topo = "dgx-h100";
+    cfg.algo = algo;
+    cfg.min_bytes = cfg.max_bytes = 8 << 20;
+    cfg.calibration.nvls_latency_us = 0;
+    cfg.calibration.nvls_step_us = 0;
+    const SimResult base = run_ok(cfg);
+    cfg.calibration.nvls_latency_us = 20;
+    const SimResult lat = run_ok(cfg);
+    cfg.calibration.nvls_step_us = 5;
+    const SimResult step = run_ok(cfg);
+    const double t0 = base.sizes.at(0).time_us, t1 = lat.sizes.at(0).time_us, t2 = step.sizes.at(0).time_us;
+    if (std::string(algo) == "ring") {
+      EXPECT_EQ(t1, t0);
+      EXPECT_EQ(t2, t0);
+    } else {
+      EXPECT_NEAR(t1 - t0, 20.0, 1e-6) << "the latency is paid once, before every role starts";
+      EXPECT_GE(t2 - t1, 5.0) << "at least one head step on the critical path";
+    }
+  }
+}
+
 // NVLS (kernels/nvls.h) in payload mode: every type and op the simulator's payload mode checks that NVLS
 // supports (sum on half, bfloat16, float, int32, double; min and max on half, bfloat16, int32; AllGather
 // also int8), odd counts (a last loop split unevenly over the heads) and sizes that wrap the FIFOs (a

@@ -118,6 +118,42 @@ inline trace::Trace small_trace(bool with_events = true) {
   return t;
 }
 
+// An NVLS AllReduce on the same machine (no LOAD section: readers compute it): three loops of 10 us, in
+// each every rank scatters (a local copy, [10s, 10s+2)), is the head of its part ([10s+2, 10s+8): a
+// switch step of 1 MiB, its own rank as both peers) and gathers ([10s+8, 10s+10)).
+inline trace::Trace nvls_trace() {
+  trace::Trace t = small_trace(false);
+  t.ops[0].algo = "NVLS";
+  t.ops[0].end_us = 30;
+  t.load = trace::LinkLoad();
+  for (int s = 0; s < 3; ++s) {
+    for (int r = 0; r < kGpus; ++r) {
+      trace::Event e;
+      e.rank = r;
+      e.channel = 0;
+      e.step = static_cast<uint64_t>(s);
+      e.bytes = 1 << 20;
+      e.offset = static_cast<uint64_t>(s * kGpus + r) << 20;
+      e.prim = PrimKind::kLocalCopy;
+      e.begin_us = e.data_us = 10.0 * s;
+      e.end_us = e.begin_us + 2;
+      t.events.push_back(e);
+      e.prim = PrimKind::kRecvReduceCopySend;
+      e.send_peer = e.recv_peer = r;
+      e.begin_us = e.data_us = 10.0 * s + 2;
+      e.end_us = e.begin_us + 6;
+      t.events.push_back(e);
+      e.prim = PrimKind::kLocalCopy;
+      e.send_peer = e.recv_peer = -1;
+      e.begin_us = e.data_us = 10.0 * s + 8;
+      e.end_us = e.begin_us + 2;
+      t.events.push_back(e);
+    }
+  }
+  trace::sort_events(&t.events);
+  return t;
+}
+
 // A doctor's report at `at_us` (default 70 us, after every step of small_trace): ranks 0-2 wait in a ring
 // towards rank 3, which left its communicator - rank 0 waits for data from 3 on channel 0, rank 1 for data
 // from 0, rank 2 for FIFO credits from 1.

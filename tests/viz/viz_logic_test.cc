@@ -419,6 +419,36 @@ double total_bytes(const trace::LinkLoad& l, int link) {
   return 0;
 }
 
+// Feeds full's events to inc in batches of `every`, as a live stream would; returns the trace fed.
+trace::Trace feed_live(const trace::Trace& full, IncrementalLoad* inc, size_t every) {
+  trace::Trace t = full;
+  t.events.clear();
+  for (size_t i = 0; i < full.events.size(); ++i) {
+    t.events.push_back(full.events[i]);
+    if (i % every == 0) inc->update(t);
+  }
+  inc->update(t);
+  return t;
+}
+
+TEST(LiveLoad, NvlsSwitchStepsLoadTheSwitchLinks) {
+  // Live and file load agree on switch steps too: each head step of 1 MiB puts 1 MiB on every GPU's link
+  // in both directions and another on the head's own (3 loops x (4 + 1) MiB per link and direction).
+  const trace::Trace full = viz_test::nvls_trace();
+  trace::Trace whole = full;
+  trace::compute_link_load(&whole, 1000);
+  IncrementalLoad inc(64, 0.05);
+  const trace::Trace t = feed_live(full, &inc, 5);
+  trace::LinkLoad out;
+  inc.fill(&out, t.links.size());
+  ASSERT_EQ(whole.load.series.size(), t.links.size()) << "every GPU <-> switch link carries the switch's bytes";
+  for (const auto& s : whole.load.series) {
+    const double want = 3.0 * (viz_test::kGpus + 1) * (1 << 20);
+    EXPECT_NEAR(total_bytes(whole.load, s.link), want, want * 1e-5) << "link " << s.link;
+    EXPECT_NEAR(total_bytes(out, s.link), want, want * 1e-5) << "live, link " << s.link;
+  }
+}
+
 TEST(LiveLoad, IncrementalMatchesComputeLinkLoad) {
   trace::Trace full = viz_test::small_trace();
   full.events.back().proto = 0;  // one LL step: 2x wire bytes
@@ -426,13 +456,7 @@ TEST(LiveLoad, IncrementalMatchesComputeLinkLoad) {
   trace::compute_link_load(&whole, 1000);
   // Feed the events in batches, as a live stream would; small max_bins forces coarsening.
   IncrementalLoad inc(64, 0.05);
-  trace::Trace t = full;
-  t.events.clear();
-  for (size_t i = 0; i < full.events.size(); ++i) {
-    t.events.push_back(full.events[i]);
-    if (i % 7 == 0) inc.update(t);
-  }
-  inc.update(t);
+  const trace::Trace t = feed_live(full, &inc, 7);
   EXPECT_EQ(inc.events_done(), full.events.size());
   trace::LinkLoad out;
   inc.fill(&out, t.links.size());
@@ -448,10 +472,10 @@ TEST(LiveLoad, IncrementalMatchesComputeLinkLoad) {
   // Rates: a link that carries one 1 MiB step per 10 us moving for 8 us runs at 131 GB/s while moving.
   LoadIndex li;
   li.build(out, t.links.size());
-  EXPECT_NEAR(li.gbs_at(out, 0, 45), wire_bytes(2, 1 << 20) / 8e3, 20);
-  EXPECT_DOUBLE_EQ(wire_bytes(0, 8), 16);
-  EXPECT_DOUBLE_EQ(wire_bytes(1, 120), 128);
-  EXPECT_DOUBLE_EQ(wire_bytes(2, 1000), 1000);
+  EXPECT_NEAR(li.gbs_at(out, 0, 45), trace::wire_bytes(2, 1 << 20) / 8e3, 20);
+  EXPECT_DOUBLE_EQ(trace::wire_bytes(0, 8), 16);
+  EXPECT_DOUBLE_EQ(trace::wire_bytes(1, 120), 128);
+  EXPECT_DOUBLE_EQ(trace::wire_bytes(2, 1000), 1000);
 }
 
 // ---- the doctor's reports ------------------------------------------------------------------------------

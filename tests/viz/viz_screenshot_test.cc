@@ -217,6 +217,42 @@ TEST(Screenshot, AtAPercentage) {
   EXPECT_EQ(color_of((*busy)["color"]), kSaturated);
 }
 
+TEST(Screenshot, NvlsSwitchStepsMoveThroughTheSwitch) {
+  // At 3 us every rank's head step is in its first half: its slot goes up from every GPU (load-reduce)
+  // and from the head (the multicast's source) - 4 x (4 + 1) chunks on the GPU -> switch links; at 7 us
+  // in its second half, down again. The switch node says what it does; every NVLink is busy.
+  const std::string tr = write_synthetic(viz_test::nvls_trace(), "nvls.cctrace");
+  for (double at : {3.0, 7.0}) {
+    const Shot s = shoot(tr, {"--at", std::to_string(at)});
+    ASSERT_EQ(s.layout["chunks"].size(), 20u) << at;
+    std::string activity;
+    for (const json& n : s.layout["nodes"])
+      if (n.value("kind", "") == "nvswitch") activity = n.value("activity", "");
+    EXPECT_EQ(activity.rfind("NVLS: 4 reductions, 4 multicasts", 0), 0u) << activity;
+    int busy = 0;
+    for (const json& l : s.layout["links"]) busy += l["utilization"].get<double>() > 0.5;
+    EXPECT_EQ(busy, 2 * viz_test::kGpus) << at;
+    // Chunks sit on the links of the phase: up (gpu -> switch: the switch is above) first, then down.
+    for (const json& c : s.layout["chunks"]) {
+      bool on_phase_link = false;
+      for (const json& l : s.layout["links"]) {
+        const bool up = l["index"].get<int>() % 2 == 0;  // synth.h: link 2i gpu i -> switch, 2i+1 back
+        if (up != (at < 5)) continue;
+        const float x0 = l["p0"][0].get<float>(), x1 = l["p1"][0].get<float>();
+        const float y0 = l["p0"][1].get<float>(), y1 = l["p1"][1].get<float>();
+        const float x = c["pos"][0].get<float>(), y = c["pos"][1].get<float>();
+        if (x >= std::min(x0, x1) - 2 && x <= std::max(x0, x1) + 2 && y >= std::min(y0, y1) - 2 &&
+            y <= std::max(y0, y1) + 2)
+          on_phase_link = true;
+      }
+      EXPECT_TRUE(on_phase_link) << "a chunk off its phase's links at " << at;
+    }
+  }
+  // Between head steps (at 9 us: gathers) the switch is idle and nothing is in flight on its links.
+  const Shot idle = shoot(tr, {"--at", "9"});
+  EXPECT_EQ(idle.layout["chunks"].size(), 0u);
+}
+
 TEST(Screenshot, ChannelsViewRingArrows) {
   const std::string tr = write_synthetic(viz_test::small_trace(), "small3.cctrace");
   // At 45 us every rank's step 4 is moving: all four ring arrows are active (bright channel colour).

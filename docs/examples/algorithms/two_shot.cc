@@ -33,7 +33,7 @@ struct TwoShot {
 
   // One rank's part on one channel: the channel's share [lo, hi) of the buffer, cut into nranks blocks.
   template <class P>
-  static void run(P& p) {
+  CCLAB_HD static void run(P& p) {
     const int n = p.nranks(), me = p.rank();
     const cclab::Range r = p.channel_range();
     const size_t per = (r.size() + n - 1) / n;

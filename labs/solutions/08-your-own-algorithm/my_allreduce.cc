@@ -20,14 +20,14 @@ struct MyAllReduce {
     return coll == cclab::CollKind::kAllReduce ? nullptr : "an all_reduce only";
   }
 
-  static int pow2_below(int n) {
+  CCLAB_HD static int pow2_below(int n) {
     int p = 1;
     while (p * 2 <= n) p *= 2;
     return p;
   }
   // The virtual rank of `rank` (-1: it sits out) and back.
-  static int virt(int rank, int rem) { return rank < 2 * rem ? (rank % 2 == 1 ? rank / 2 : -1) : rank - rem; }
-  static int real(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
+  CCLAB_HD static int virt(int rank, int rem) { return rank < 2 * rem ? (rank % 2 == 1 ? rank / 2 : -1) : rank - rem; }
+  CCLAB_HD static int real(int v, int rem) { return v < rem ? 2 * v + 1 : v + rem; }
 
   static int peers(const cclab::CustomTopo& t, int rank, int* out, int max) {
     const int p2 = pow2_below(t.nranks), rem = t.nranks - p2;
@@ -40,7 +40,7 @@ struct MyAllReduce {
   }
 
   template <class P>
-  static void run(P& p) {
+  CCLAB_HD static void run(P& p) {
     const int n = p.nranks(), me = p.rank();
     const int p2 = pow2_below(n), rem = n - p2;
     const cclab::Range r = p.channel_range();

@@ -13,6 +13,11 @@ class CudaBackend final : public Backend {
   ncclResult_t device_pci(int dev, int64_t* busid, int* sm) override { return cuda_device_pci(dev, busid, sm); }
   ncclResult_t resident_blocks(int dev, int* blocks) override { return cuda_resident_blocks(dev, blocks); }
   bool ll128_safe(std::string* why) override { return cuda_ll128_safe(why); }
+  bool runs_custom_plugins() const override { return false; }
+  const CustomAlgo* builtin_custom_algo(const std::string& name, std::string* error) override {
+    return cuda_builtin_custom_algo(name, error);
+  }
+  std::string builtin_custom_algo_names() override { return cuda_builtin_custom_algo_names(); }
   ncclResult_t attach(ncclComm_t comm) override { return cuda_attach(comm); }
   void detach(ncclComm_t comm) override { cuda_detach(comm); }
   void abort(ncclComm_t comm) override { cuda_abort(comm); }

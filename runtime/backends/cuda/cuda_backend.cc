@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <strings.h>
 #include <thread>
 
 #include "base/log.h"
@@ -75,6 +76,7 @@ struct LaunchSlot {
   int nblocks = 0;
   const char* fn = "";
   bool recording = false;
+  const char* custom = nullptr;  // a built-in custom algorithm's name (its bad-peer report names it)
   RecordCtx rctx;
   OpDesc op;
   CollWork work;
@@ -94,6 +96,10 @@ struct CudaComm {
   int nconns = 0;
   int conn_capacity = 0;
   int* views_dev = nullptr;  // channel c's ring view at views_dev + c * nranks
+  // A built-in custom algorithm (CCLAB_CUSTOM_ALGOS): channel c's declared peers and their Simple
+  // connection ends at custom_peers_dev + c * comm->custom_peers.size(), filled as channels connect.
+  CustomPeerConn* custom_peers_dev = nullptr;
+  int custom_channels = 0;  // channels whose entries are filled
   // Set-up copies (zeroed FIFOs, connection tables), each waited for before anything uses it: the
   // synchronous cudaMemset and cudaMemcpy run on the legacy default stream and may still be in flight
   // when they return, and the kernels run on non-blocking streams that do not wait for it.
@@ -222,11 +228,58 @@ CudaComm::~CudaComm() {
   for (auto& s : slots) free_slot_memory(s.get());
   if (conns_dev) cudaFree(conns_dev);
   if (views_dev) cudaFree(views_dev);
+  if (custom_peers_dev) cudaFree(custom_peers_dev);
   if (setup) cudaStreamDestroy(setup);
   for (LaunchOrder* o : {&eager, &captured})
     if (o->done) cudaEventDestroy(o->done);
   if (join) cudaEventDestroy(join);
   if (abort_host) cudaFreeHost(abort_host);
+}
+
+namespace {
+// The built-in custom algorithms as the runtime's CustomAlgo (name, source, supports, peers), checked once.
+struct BuiltinAlgos {
+  std::vector<CustomAlgoDesc> descs;
+  std::vector<CustomAlgo> algos;
+  std::string error;
+};
+const BuiltinAlgos& builtin_algos() {
+  static const BuiltinAlgos b = [] {
+    BuiltinAlgos x;
+    const int n = cuda::custom_kernel_count();
+    x.descs.reserve(static_cast<size_t>(n));  // algos point into it
+    for (int i = 0; i < n && x.error.empty(); ++i) {
+      const cuda::CustomKernel* k = cuda::custom_kernel(i);
+      x.descs.push_back(CustomAlgoDesc{kCustomAlgoAbi, sizeof(CollWork), sizeof(ConnInfo), sizeof(ExecVTable),
+                                       sizeof(WaitSite), sizeof(StepRecord), k->name, k->supports, k->peers, {}});
+      std::string why;
+      if (!custom_algo_name_ok(k->name, x.algos, &why))
+        x.error = std::string("CCLAB_CUSTOM_ALGOS: ") + k->source + ": " + why;
+      x.algos.push_back(CustomAlgo{k->name, k->source, &x.descs.back(), i});
+    }
+    return x;
+  }();
+  return b;
+}
+}  // namespace
+
+const CustomAlgo* cuda_builtin_custom_algo(const std::string& name, std::string* error) {
+  const BuiltinAlgos& b = builtin_algos();
+  for (const CustomAlgo& a : b.algos)
+    if (strcasecmp(a.name.c_str(), name.c_str()) == 0) {
+      if (!b.error.empty()) {
+        *error = b.error;
+        return nullptr;
+      }
+      return &a;
+    }
+  return nullptr;
+}
+
+std::string cuda_builtin_custom_algo_names() {
+  std::string s;
+  for (const CustomAlgo& a : builtin_algos().algos) s += (s.empty() ? "" : ", ") + a.name;
+  return s;
 }
 
 bool cuda_available(std::string* why) {
@@ -281,9 +334,16 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
   *cc->abort_host = 0;
   cc->abort_dev = device_view(cc->abort_host);
-  // Ring, tree and point-to-point ends: per channel up to 2 ring + 2*3 tree peers, 3 protocols, 2 directions.
-  cc->conn_capacity = comm->nchannels * 8 * kNumProtocols * 2 + 2 * comm->nranks + 64;
+  // Ring, tree and point-to-point ends: per channel up to 2 ring + 2*3 tree peers, 3 protocols, 2 directions;
+  // a built-in custom algorithm's declared peers on every channel, Simple, both directions.
+  const bool custom = comm->custom_algo != nullptr && comm->custom_algo->builtin >= 0;
+  const size_t npeers = custom ? comm->custom_peers.size() : 0;
+  cc->conn_capacity = comm->nchannels * 8 * kNumProtocols * 2 + 2 * comm->nranks + 64 +
+                      comm->nchannels * 2 * static_cast<int>(npeers);
   CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->conns_dev), sizeof(ConnInfo) * cc->conn_capacity), comm);
+  if (npeers > 0)
+    CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->custom_peers_dev),
+                        sizeof(CustomPeerConn) * npeers * static_cast<size_t>(comm->nchannels)), comm);
   std::vector<int> views;
   for (const Channel& ch : comm->channels) views.insert(views.end(), ch.view.begin(), ch.view.end());
   CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->views_dev), sizeof(int) * std::max<size_t>(1, views.size())), comm);
@@ -452,6 +512,13 @@ void CUDART_CB launch_done(void* data) {
                           " bytes from rank " + std::to_string(st.peer) + " at step " + std::to_string(st.step) +
                           " where it expected " + std::to_string(st.expected) +
                           " (the ranks called the collective with different counts or datatypes)");
+    } else if (st.state == kBlockBadPeer) {
+      char msg[160];
+      custom_bad_peer_message(msg, sizeof msg,
+                              WaitSite{st.rank, st.channel, st.peer, st.step, st.for_data != 0, PrimKind::kSend},
+                              comm->nranks);
+      set_async_error(comm, ncclInvalidUsage,
+                      std::string(s->fn) + " (algorithm " + (s->custom ? s->custom : "?") + "): " + msg);
     } else if (st.state == kBlockAborted && !comm->abort_flag.load()) {
       set_async_error(comm, ncclInternalError, std::string(s->fn) + ": channel " + std::to_string(b) + " aborted");
     }
@@ -507,8 +574,9 @@ cudaGraph_t capturing_graph(cudaStream_t stream, unsigned long long* id = nullpt
   return active ? graph : nullptr;
 }
 
+// custom: a built-in custom algorithm's kernels (kernels/cuda/launch.h: custom_kernel) instead of cclab's.
 ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& owned, cuda::LaunchArgs& args,
-                         cudaStream_t stream) {
+                         cudaStream_t stream, const cuda::CustomKernel* custom = nullptr) {
   CudaComm& cc = *comm->cuda_state;
   LaunchSlot* slot = owned.get();
   for (int b = 0; b < args.nblocks; ++b) {
@@ -555,7 +623,7 @@ ncclResult_t launch_slot(ncclComm_t comm, const std::shared_ptr<LaunchSlot>& own
       return cuda_fail(ew, "cudaStreamWaitEvent (after the communicator's previous launch)", comm);
     }
   }
-  const int e = cuda::launch(args, cc.nthreads, stream);
+  const int e = custom != nullptr ? custom->launch(args, cc.nthreads, stream) : cuda::launch(args, cc.nthreads, stream);
   if (e != 0) {
     if (graph == nullptr) slot->busy = false;  // a captured slot is freed with its graph
     return cuda_fail(static_cast<cudaError_t>(e), "launching cclab's kernel", comm);
@@ -633,6 +701,8 @@ ncclResult_t device_buffers(std::vector<OpDesc>& ops) {
   return ncclSuccess;
 }
 
+bool single_rank_copy(ncclComm_t comm, const OpDesc& op);
+
 // What a collective runs, chosen (and its channels connected) before anything of the group is launched.
 struct PreparedColl {
   CollWork w;
@@ -640,12 +710,37 @@ struct PreparedColl {
   size_t total = 0;
 };
 
+// A built-in custom algorithm's peer tables (CudaComm::custom_peers_dev) of channels [filled, nchannels),
+// once ensure_connected has connected them: each declared peer's Simple connection ends as the kernels
+// address them.
+ncclResult_t fill_custom_peers(ncclComm_t comm, int nchannels) {
+  CudaComm& cc = *comm->cuda_state;
+  const size_t np = comm->custom_peers.size();
+  if (cc.custom_channels >= nchannels || np == 0 || cc.custom_peers_dev == nullptr) return ncclSuccess;
+  std::vector<CustomPeerConn> t;
+  for (int c = cc.custom_channels; c < nchannels; ++c)
+    for (int q : comm->custom_peers) {
+      PeerConns& pc = comm->channels[c].peers[q];
+      const CustomPeerConn e{q, dev_conn(comm, pc.send[kProtoSimple]), dev_conn(comm, pc.recv[kProtoSimple])};
+      if (e.send == nullptr || e.recv == nullptr)
+        return report_error(ncclInternalError, "rank %d channel %d: algorithm %s's connections to rank %d are not made",
+                            comm->rank, c, comm->custom_algo->name.c_str(), q);
+      t.push_back(e);
+    }
+  CUDA_TRY(cudaMemcpyAsync(cc.custom_peers_dev + static_cast<size_t>(cc.custom_channels) * np, t.data(),
+                           sizeof(CustomPeerConn) * t.size(), cudaMemcpyHostToDevice, cc.setup), comm);
+  CUDA_TRY(cudaStreamSynchronize(cc.setup), comm);
+  cc.custom_channels = nchannels;
+  return ncclSuccess;
+}
+
 ncclResult_t prepare_launch(ncclComm_t comm, const OpDesc& op, PreparedColl* p) {
   ncclResult_t r = prepare_collective(comm, op, &p->w, &p->algo, &p->total);
   if (r != ncclSuccess) return r;
   if (p->w.nchannels > cuda::kMaxLaunchBlocks)
     return report_error(ncclInvalidUsage, "%s: %d channels; the CUDA backend launches at most %d", op.fn,
                         p->w.nchannels, cuda::kMaxLaunchBlocks);
+  if (p->algo == AlgoKind::kCustom && !single_rank_copy(comm, op)) return fill_custom_peers(comm, p->w.nchannels);
   return ncclSuccess;
 }
 
@@ -679,8 +774,13 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
   slot->rctx = RecordCtx{recorder(), w.proto};
   slot->op = op;
   slot->work = w;
-  slot->algo = algo_name(algo);
+  const bool custom = algo == AlgoKind::kCustom;
+  slot->algo = custom ? comm->custom_algo->name.c_str() : algo_name(algo);
+  slot->custom = custom ? comm->custom_algo->name.c_str() : nullptr;
   slot->total = total;
+  const cuda::CustomKernel* kernel = custom ? cuda::custom_kernel(comm->custom_algo->builtin) : nullptr;
+  if (custom && kernel == nullptr)
+    return report_error(ncclInternalError, "%s: custom algorithm %s has no kernels", op.fn, comm->custom_algo->name.c_str());
   auto args = std::make_unique<cuda::LaunchArgs>();
   *args = cuda::LaunchArgs{};
   args->nblocks = w.nchannels;
@@ -690,7 +790,13 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
     BlockWork& b = args->works[c];
     b.channel = c;
     b.coll = w;
-    if (algo == AlgoKind::kTree) {
+    if (custom) {
+      const size_t np = comm->custom_peers.size();
+      b.kind = kBlockCustom;
+      b.custom_peers = cc.custom_peers_dev + static_cast<size_t>(c) * np;
+      b.custom_npeers = static_cast<int32_t>(np);
+      b.custom_topo = comm->custom_topo;
+    } else if (algo == AlgoKind::kTree) {
       b.kind = kBlockTree;
       b.tree = ch.tree;
       if (ch.tree.up >= 0) {
@@ -710,7 +816,7 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
       }
     }
   }
-  return launch_slot(comm, slot, *args, op.stream);
+  return launch_slot(comm, slot, *args, op.stream, kernel);
 }
 
 // Connects every peer a group's sends and receives of one communicator need: the receiving ends first
@@ -804,6 +910,7 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
     slot->comm = comm;
     slot->fn = "ncclSend/ncclRecv";
     slot->recording = false;
+    slot->custom = nullptr;
     ncclResult_t r = launch_slot(comm, slot, *args, stream);
     if (r != ncclSuccess) return r;
   }

@@ -70,6 +70,11 @@ ncclResult_t cuda_device_count(int* count);
 // *why; the communicator then leaves LL128 out of the protocols every rank agrees on.
 bool cuda_ll128_safe(std::string* why);
 ncclResult_t cuda_device_name(int dev, std::string* name, std::string* pci_bus_id);
+// The custom algorithms built into the kernels (CCLAB_CUSTOM_ALGOS, kernels/cuda/launch.h: custom_kernel):
+// the one named `name` (case-insensitive) or nullptr, *error set when two share a name or one takes
+// NCCL's; and their names ("" for none). Backend::builtin_custom_algo.
+const CustomAlgo* cuda_builtin_custom_algo(const std::string& name, std::string* error);
+std::string cuda_builtin_custom_algo_names();
 // How many blocks of cclab's kernels (NCCL_NTHREADS threads each) device `dev` runs at once
 // (kernels/cuda/launch.h: resident_blocks); the channel count of ranks sharing a GPU is bounded by it.
 ncclResult_t cuda_resident_blocks(int dev, int* blocks);

@@ -40,6 +40,8 @@ ncclResult_t cuda_set_device(int) { return absent("cclabSetDevice"); }
 ncclResult_t cuda_device_count(int*) { return absent("cclabGetDeviceCount"); }
 bool cuda_ll128_safe(std::string*) { return true; }  // never asked: no communicator runs on CUDA here
 ncclResult_t cuda_device_name(int, std::string*, std::string*) { return absent("cclabGetDeviceName"); }
+const CustomAlgo* cuda_builtin_custom_algo(const std::string&, std::string*) { return nullptr; }
+std::string cuda_builtin_custom_algo_names() { return ""; }
 ncclResult_t cuda_resident_blocks(int, int* blocks) {
   *blocks = 0;
   return absent("the CUDA backend");

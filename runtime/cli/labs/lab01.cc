@@ -697,7 +697,7 @@ int run_lab01(const LabEnv& env, const std::vector<std::string>& args) {
   std::fflush(stdout);
   const double t = env.timeout_s > 0 ? env.timeout_s : kSimTimeoutS;
   std::map<std::string, std::string> vars;
-  if (!std::getenv("CCLAB_TIMEOUT")) vars["CCLAB_TIMEOUT"] = format_double(std::max(1.0, std::floor(t / 2)), 0);
+  if (!std::getenv("CCLAB_TIMEOUT")) vars["CCLAB_TIMEOUT"] = child_wait_timeout(t);
   const std::vector<Case> cases{{count, in_place}};
   const ChildOutcome o = run_in_child([&] { return run_student(so, n, cases, nccl, false); }, t, "", vars);
   if (!print_run_failure(o, kHangHint)) return kLabExitFailed;

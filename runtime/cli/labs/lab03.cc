@@ -446,10 +446,12 @@ std::vector<CheckResult> check_lab03(const LabEnv& env, const std::function<void
   };
   answer_check("ll_efficiency", "LL's payload bytes / wire bytes", static_cast<double>(kLLLinePayload) / kLLLineBytes, false,
                kEfficiencyTolerance, true, "",
-               "how many of a line's 16 bytes are payload? (Background, \"LL\")");
+               "how many of a line's 16 bytes are payload? A fraction between 0 and 1, not a percentage (Background, "
+               "\"LL\")");
   answer_check("ll128_efficiency", "LL128's payload bytes / wire bytes",
                static_cast<double>(kLL128LinePayload) / kLL128LineBytes, false, kEfficiencyTolerance, true, "",
-               "how many of a line's 128 bytes are payload? (Background, \"LL128\")");
+               "how many of a line's 128 bytes are payload? A fraction between 0 and 1, not a percentage "
+               "(Background, \"LL128\")");
 
   // The crossovers, from the grader's own sweep (only when there is an answer to compare: a few seconds).
   double unused = 0;

@@ -382,7 +382,7 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
           std::string list;
           for (size_t i = 0; i < both.size() && i < 5; ++i) list += (i ? ", " : "") + std::to_string(both[i]);
           bad = "nnodes " + std::to_string(d.n) + ": " + std::to_string(both.size()) +
-                (both.size() == 1 ? " node is" : " nodes are") + " interior (has children) in both trees: " + list + (both.size() > 5 ? ", ..." : "") + "; at most " +
+                (both.size() == 1 ? " node is" : " nodes are") + " interior (with children) in both trees: " + list + (both.size() > 5 ? ", ..." : "") + "; at most " +
                 std::to_string(allowed) + " may be (" + (d.n % 2 ? "odd" : "even") + " nnodes)" +
                 "\nsee it: cclab lab run 04 --nodes " + std::to_string(d.n);
         }

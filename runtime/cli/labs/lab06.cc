@@ -34,7 +34,7 @@ constexpr int kMaxNics = 8;            // a DGX H100's compute NIC ports
 constexpr int kMachinesPerLeaf = 32;   // FabricSpec::machines_per_leaf: one leaf per rail and 32 machines
 constexpr const char* kSize = "1G";    // the target's all_reduce
 constexpr double kBytes = 1073741824.0;
-constexpr double kTargetUs = 13000;    // at most 13 ms: busbw >= 164.5 GB/s on 256 GPUs
+constexpr double kTargetUs = 13500;    // at most 13.5 ms: busbw >= 158.5 GB/s on 256 GPUs
 constexpr double kCostTolerance = 0.05;
 constexpr double kTolerance = 0.05;    // the answers
 constexpr int kMaxSearchRuns = 12;     // simulations the search may take (it needs 2 with the README's prices)

@@ -360,7 +360,7 @@ std::vector<CheckResult> check_lab08(const LabEnv& env, const std::function<void
   const bool have_speedup = have4 && ratio_at(mine4, ring4, size_bytes(kLatencySize), &speedup);
   add(check_answer(answers, answers_path, "speedup_64k",
                    "Ring's time / yours, all_reduce of 64 KiB on dgx-h100:4", have_speedup, speedup, kTolerance,
-                   sim_ok ? err4 : not_run, "the B/A time column's inverse at 65536 of " + compare_cmd));
+                   sim_ok ? err4 : not_run, "Ring's time (A) / yours (B) at 65536 in " + compare_cmd));
   add(check_answer(answers, answers_path, "crossover_one_node",
                    "the largest size (bytes) of the sweep at which yours is at least as fast as Ring on dgx-h100",
                    have1, have1 ? crossover(mine1, ring1) : 0, 0, sim_ok ? err1 : not_run,
