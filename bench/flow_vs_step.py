@@ -8,16 +8,21 @@ combination whose flow busbw differs from step's by more than --tol, worst first
 exits 1 when any does (issue 23, item 6: the goal is none at 2%).
 
     bench/flow_vs_step.py [--cclab build/runtime/cli/cclab] [--presets a,b] [--machines 1,2,3] [-b 1M] [-e 64M]
-                          [--tol 0.02] [--loose MODEL=TOL,...]
+                          [--tol 0.02] [--loose MODEL=TOL,...] [--nvls]
+
+--nvls runs NVLS instead (the presets with an NVLS-capable NVSwitch): all_reduce, all_gather and
+reduce_scatter by NVLS on one machine, all_reduce by NVLS-Tree on several.
 
 --loose gives named models (PRESET:MACHINES) their own tolerance: where the step level itself is not
 continuous (docs/simulator.md, "Levels": on pcie-8gpu-2socket over several machines a 2% change of a NIC's
 efficiency moves the step level's time by up to 6%, back and forth, and the flow level's smoothly).
 """
-import argparse, csv, io, itertools, subprocess, sys, time
+import argparse, csv, io, subprocess, sys, time
 
 COLLS = [('all_reduce', 'ring'), ('all_reduce', 'tree'), ('all_gather', 'ring'),
          ('reduce_scatter', 'ring'), ('broadcast', 'ring'), ('reduce', 'ring')]
+NVLS_ONE = [('all_reduce', 'nvls'), ('all_gather', 'nvls'), ('reduce_scatter', 'nvls')]
+NVLS_MANY = [('all_reduce', 'nvlstree')]
 
 
 def presets(cclab):
@@ -43,11 +48,14 @@ def main():
     ap.add_argument('-e', default='64M')
     ap.add_argument('--tol', type=float, default=0.02)
     ap.add_argument('--loose', default='', help='MODEL=TOL,...: a tolerance of its own for a model')
+    ap.add_argument('--nvls', action='store_true', help='NVLS on one machine, NVLS-Tree on several')
     a = ap.parse_args()
     t0 = time.time()
     points = []
     names = a.presets.split(',') if a.presets else presets(a.cclab)
-    for p, m, (coll, algo) in itertools.product(names, [int(x) for x in a.machines.split(',')], COLLS):
+    combos = [(p, m, c) for p in names for m in (int(x) for x in a.machines.split(','))
+              for c in (COLLS if not a.nvls else NVLS_ONE if m == 1 else NVLS_MANY)]
+    for p, m, (coll, algo) in combos:
         topo = f'{p}:{m}'
         step = run(a.cclab, coll, topo, algo, 'step', a.b, a.e)
         flow = run(a.cclab, coll, topo, algo, 'flow', a.b, a.e)
@@ -64,10 +72,10 @@ def main():
         loose[model] = float(tol)
     points.sort(reverse=True)
     bad = [q for q in points if q[0] > loose.get(q[1], a.tol)]
-    print(f'# {"model":<22} {"collective":<14} {"algo":<4} {"bytes":>9} {"proto":<6} {"nch":>3} '
+    print(f'# {"model":<22} {"collective":<14} {"algo":<8} {"bytes":>9} {"proto":<6} {"nch":>3} '
           f'{"step GB/s":>9} {"flow GB/s":>9} {"flow/step":>9}')
     for q in bad:
-        print(f'  {q[1]:<22} {q[2]:<14} {q[3]:<4} {q[4]:>9} {q[5]:<6} {q[6]:>3} {q[7]:>9.2f} {q[8]:>9.2f} {q[9]*100:>+8.2f}%')
+        print(f'  {q[1]:<22} {q[2]:<14} {q[3]:<8} {q[4]:>9} {q[5]:<6} {q[6]:>3} {q[7]:>9.2f} {q[8]:>9.2f} {q[9]*100:>+8.2f}%')
     within = f'{a.tol*100:g}%' + ''.join(f', {m} {t*100:g}%' for m, t in loose.items())
     print(f'# {len(points)} points, {len(bad)} beyond {within}, worst {points[0][9]*100:+.2f}% '
           f'({points[0][1]} {points[0][2]} {points[0][3]} {points[0][4]} B), {time.time()-t0:.1f} s wall')

@@ -40,12 +40,27 @@ struct ConnFlow {
   std::vector<int> links;  // its route, as indices into the run's link capacities (route_flows)
   sg4::Host* src = nullptr;  // the hosts its route runs between (World::conn_route)
   sg4::Host* dst = nullptr;
+  sg4::Host* exec = nullptr;  // NVLS: the switch host whose ports reduce this connection's bytes (no route)
 };
 
 // Every flow's route, latency and weight, and the capacity (bytes/s) of every link a route crosses.
+// A switch's reductions (ConnFlow::exec) share its host as SimGrid shares a multicore host's executions:
+// all of them the host's cores x speed, each at most one core (a link of its own); no latency, and one
+// weight for all (they meet no network flow).
 void route_flows(std::vector<ConnFlow>& all, std::vector<double>* capacity) {
   std::map<sg4::Link*, int> link_id;
+  std::map<sg4::Host*, int> host_id;
   for (ConnFlow& f : all) {
+    if (f.exec != nullptr) {
+      auto it = host_id.emplace(f.exec, static_cast<int>(capacity->size())).first;
+      if (it->second == static_cast<int>(capacity->size()))
+        capacity->push_back(f.exec->get_speed() * f.exec->get_core_count());
+      f.links = {it->second, static_cast<int>(capacity->size())};
+      capacity->push_back(f.exec->get_speed());
+      f.latency = 0;
+      f.weight = 1;
+      continue;
+    }
     std::vector<sg4::Link*> links;
     f.src->route_to(f.dst, links, &f.latency);
     f.weight = 1.0 / std::max(f.latency, 1e-12);
@@ -194,11 +209,21 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     steps.emplace_back(&c.send_info, c.send_info.step);
     steps.emplace_back(&c.recv_info, c.recv_info.step);
   }
+  for (auto& kv : nvls_mem_)  // NVLS: every rank's copy of every head's FIFO counters
+    for (size_t r = 0; r < kv.second.region.size(); ++r)
+      for (int h = 0; h < kv.second.view[r].nranks; ++h)
+        for (bool b : {false, true}) {
+          const ConnFifoHeader* hdr =
+              reinterpret_cast<const ConnFifoHeader*>(kv.second.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
+          initial[hdr->head.waiters] = hdr->head.value;
+          initial[hdr->tail.waiters] = hdr->tail.value;
+        }
+  const int nslots = nranks_ + SimExec::kSwitchParts;  // per_peer: the ranks, then a switch's parts
 
   // 1. Counting pass: bytes per connection.
   std::vector<ConnFlow> conn_flows;
   std::map<std::tuple<int, int, int>, size_t> flow_of;  // (channel, from, to)
-  std::vector<SimExec::Count> per_peer(nranks_);
+  std::vector<SimExec::Count> per_peer(nslots);
   uint64_t transfers = 0;
   for (const Task& t : tasks) {
     std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
@@ -206,14 +231,38 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     ex.set_counting(&per_peer);
     run_task(ex, t);
     ex.flush();
-    for (int p = 0; p < nranks_; ++p) {
+    for (int p = 0; p < nslots; ++p) {
       if (per_peer[p].bytes <= 0) continue;
       transfers += per_peer[p].slices;
-      const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
-      flow_of[std::make_tuple(t.channel, t.w.rank, p)] = conn_flows.size();
+      // Tasks that share a connection (NVLS's roles of one rank and channel all use its switch link) share
+      // one flow, which carries all their bytes.
+      auto key = std::make_tuple(t.channel, t.w.rank, p);
+      auto seen = flow_of.find(key);
+      if (seen != flow_of.end()) conn_flows[seen->second].bytes += per_peer[p].bytes;
+      else flow_of[key] = conn_flows.size();
+      if (p >= nranks_) {  // a switch step's part (SimExec::SwitchPart)
+        const int part = p - nranks_;
+        sg4::Host* gpu = rank_host(t.w.rank);
+        sg4::Host* sw = nvswitch_host(t.w.rank);
+        if (sw == nullptr) {
+          *error = "flow level: rank " + std::to_string(t.w.rank) + " takes an NVLS step without an NVSwitch";
+          return false;
+        }
+        if (part != SimExec::kSwitchReduce) add_nvswitch_bytes(t.w.rank, part == SimExec::kSwitchUp, per_peer[p].bytes);
+        if (seen != flow_of.end()) continue;
+        ConnFlow f{t.channel, t.w.rank, p, 0, per_peer[p].bytes, 0, 0, 0, {}, nullptr, nullptr, nullptr};
+        if (part == SimExec::kSwitchReduce) f.exec = sw;
+        else if (part == SimExec::kSwitchUp) f.src = gpu, f.dst = sw;
+        else f.src = sw, f.dst = gpu;
+        conn_flows.push_back(f);
+        continue;
+      }
       const ConnRoute& route = conn_route(t.channel, t.w.rank, p);
-      conn_flows.push_back(ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}, route.src, route.dst});
       add_link_bytes(route, per_peer[p].bytes);
+      if (seen != flow_of.end()) continue;
+      const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
+      conn_flows.push_back(
+          ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}, route.src, route.dst, nullptr});
     }
   }
   for (auto& s : steps) s.first->step = s.second;
@@ -239,25 +288,32 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   const double launch = cfg_.calibration.launch_us * 1e-6;
   const double overhead = cfg_.calibration.step_overhead_us[ch.proto] * 1e-6;
   const bool refine = transfers <= cfg_.refine_limit;
-  std::vector<ReplayTask> replay(refine ? tasks.size() : static_cast<size_t>(nranks_));
+  // NVLS's roles (scatter, reduce, broadcast, gather) overlap in a pipeline whose competitors the
+  // occupancy rounds misjudge (docs/simulator.md, "Levels"): NVLS runs take the fluid replay further.
+  const bool nvls = ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree;
+  const double fluid_limit = nvls ? std::max(cfg_.fluid_limit, cfg_.nvls_fluid_limit) : cfg_.fluid_limit;
+  std::vector<ReplayTask> replay(refine ? tasks.size() : 0);
   // Records `t` into `rt`; false when it sends on a connection the counting pass did not see.
   auto record = [&](const Task& t, ReplayTask& rt) {
     rt.ops.clear();
     rt.peers.clear();
-    rt.start = launch;
+    // NVLS's own fixed cost comes with its launch, as at step level (run_tasks).
+    rt.start = launch + (t.nvls != nullptr ? cfg_.calibration.nvls_latency_us * 1e-6 : 0.0);
     rt.sm_rate = sm_rate_[t.w.rank];
     rt.overhead = overhead;
+    rt.switch_overhead = cfg_.calibration.nvls_step_us * 1e-6;
     std::fill(per_peer.begin(), per_peer.end(), SimExec::Count{});
     SimExec ex(this, t.w.rank, t.channel, t.w.proto);
     ex.set_recording(&per_peer, &rt.ops);
     run_task(ex, t);
     ex.flush();
-    for (int p = 0; p < nranks_; ++p) {
+    for (int p = 0; p < nslots; ++p) {
       if (per_peer[p].bytes <= 0) continue;
       auto it = flow_of.find(std::make_tuple(t.channel, t.w.rank, p));
       if (it == flow_of.end()) {
         *error = "flow level: rank " + std::to_string(t.w.rank) + " channel " + std::to_string(t.channel) +
-                 " sends to rank " + std::to_string(p) + " only when recorded";
+                 (p < nranks_ ? " sends to rank " + std::to_string(p) : std::string(" takes a switch step")) +
+                 " only when recorded";
         return false;
       }
       const ConnFlow& f = conn_flows[it->second];
@@ -269,7 +325,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   if (refine) {
     for (size_t i = 0; i < tasks.size(); ++i)
       if (!record(tasks[i], replay[i])) return false;
-    if (static_cast<double>(transfers) * static_cast<double>(conn_flows.size()) <= cfg_.fluid_limit) {
+    if (static_cast<double>(transfers) * static_cast<double>(conn_flows.size()) <= fluid_limit) {
       if (!replay_fluid(replay, initial, net, error)) return false;
       for (const ReplayTask& rt : replay) end = std::max(end, rt.end);
     } else {
@@ -293,7 +349,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     std::map<std::vector<double>, double> replayed;  // channel signature -> when its last task ended
     for (int c = 0; c < ch.nchannels; ++c) {
       std::vector<double> sig;
-      for (int r = 0; r < nranks_; ++r) {
+      for (int r = 0; r < nranks_ && ch.algo != AlgoKind::kNvls && ch.algo != AlgoKind::kNvlsTree; ++r) {
         if (ch.algo != AlgoKind::kTree) {
           sig.push_back(plan_[c].ring[r]);
           continue;
@@ -312,11 +368,11 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
         end = std::max(end, seen->second);
         continue;
       }
+      // NVLS and NVLS-Tree: the flows (every rank's switch parts and tree connections) are the signature.
       size_t used = 0;
-      replay.resize(static_cast<size_t>(nranks_));
+      replay.resize(static_cast<size_t>(std::count_if(tasks.begin(), tasks.end(), [c](const Task& t) { return t.channel == c; })));
       for (const Task& t : tasks)
         if (t.channel == c && !record(t, replay[used++])) return false;
-      replay.resize(used);
       if (!replay_steps(replay, initial, error)) return false;
       double channel_end = launch;
       for (const ReplayTask& rt : replay) channel_end = std::max(channel_end, rt.end);

@@ -155,7 +155,7 @@ bool run(Workspace& ws, std::vector<ReplayTask>& tasks, std::string* error, Repl
         case ReplayKind::kFlush:
         case ReplayKind::kFlushOv:
           c.t = std::max(c.t, c.done);
-          if (op.kind == ReplayKind::kFlushOv) c.t += task.overhead;
+          if (op.kind == ReplayKind::kFlushOv) c.t += task.overhead + (op.val != 0 ? task.switch_overhead : 0.0);
           c.done = c.t;
           break;
         case ReplayKind::kPost: {
@@ -226,7 +226,7 @@ struct FTask {
   size_t pc = 0;
   double t = 0, done = 0;
   int pending = 0;     // transfers in flight of the current step
-  bool flush_ov = false;
+  double flush_ov = 0;  // the overhead the step pays when it completes (kFlushOv), seconds
   FState state = FState::kReady;
 };
 
@@ -377,7 +377,7 @@ class Fluid {
 
   void complete_step(int ti, double now) {
     FTask& c = cur_[ti];
-    const double t = std::max(c.t, c.done) + (c.flush_ov ? tasks_[ti].overhead : 0.0);
+    const double t = std::max(c.t, c.done) + c.flush_ov;
     c.t = c.done = t;
     c.state = FState::kReady;
     push(std::max(t, now), 1, ti);
@@ -411,14 +411,14 @@ class Fluid {
         }
         case ReplayKind::kFlush:
         case ReplayKind::kFlushOv:
-          c.flush_ov = op.kind == ReplayKind::kFlushOv;
+          c.flush_ov = op.kind != ReplayKind::kFlushOv ? 0.0 : task.overhead + (op.val != 0 ? task.switch_overhead : 0.0);
           ++c.pc;
           if (c.pending > 0) {
             c.state = FState::kFlush;
             return true;
           }
           {
-            const double t = std::max(c.t, c.done) + (c.flush_ov ? task.overhead : 0.0);
+            const double t = std::max(c.t, c.done) + c.flush_ov;
             c.t = c.done = t;
             if (t > now) {
               push(t, 1, ti);

@@ -9,7 +9,8 @@
 //
 //   kExec  n bytes      the step's data loop:   done = max(done, t + n / sm_rate)
 //   kXfer  n bytes      a transfer to a peer:   done = max(done, t + latency + n / rate)
-//   kFlush / kFlushOv   the step completes:     t = max(t, done) (+ the protocol's step overhead)
+//   kFlush / kFlushOv   the step completes:     t = max(t, done) (+ the protocol's step overhead, and
+//                                               NVLS's per switch step when val is 1)
 //   kPost  counter v    the counter holds v from time t (credits and doorbells)
 //   kWait  counter v    t = max(t, when the counter first held >= v)
 //
@@ -32,7 +33,7 @@ enum class ReplayKind : uint8_t { kExec, kXfer, kFlush, kFlushOv, kPost, kWait }
 struct ReplayOp {
   ReplayKind kind;
   uint32_t idx;  // kXfer: peer rank; kPost/kWait: counter id
-  uint64_t val;  // kExec/kXfer: bytes; kPost: value; kWait: target
+  uint64_t val;  // kExec/kXfer: bytes; kPost: value; kWait: target; kFlushOv: 1 for a switch step
 };
 
 // Where one task's transfers go: a peer, its bytes per second and the route's latency in seconds.
@@ -60,6 +61,7 @@ struct ReplayTask {
   double start = 0;               // seconds (the kernel launch)
   double sm_rate = 0;             // bytes per second of its data loops
   double overhead = 0;            // seconds per step that sent data (kFlushOv)
+  double switch_overhead = 0;     // seconds more per step through the NVSwitch (kFlushOv with val 1)
   double end = 0;                 // out: when its last action completed, seconds
 };
 

@@ -87,6 +87,9 @@ struct SimConfig {
   // kFlow: largest refined run replayed as a fluid (every rate solved again at each transfer's start and
   // end), in transfers x connections (~3 s here); larger refined runs take the occupancy rounds
   double fluid_limit = 3e7;
+  // The same for NVLS and NVLS-Tree (~3 s at 1e9 here), whose pipelined roles the occupancy rounds
+  // misjudge by up to 9% where the fluid is exact (docs/simulator.md, "Levels")
+  double nvls_fluid_limit = 1e9;
   bool shares_from_simgrid = false;  // kFlow: measure the shares with SimGrid flows instead of solving
                                      // max-min (the same numbers; slow past ~10^4 connections; for tests)
   bool record_events = false;    // keep every step (SimResult::events)

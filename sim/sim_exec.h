@@ -70,6 +70,10 @@ class SimExec {
     double bytes = 0;
     uint64_t slices = 0;
   };
+  // The counts are by peer rank, then (NVLS) the switch's parts of this rank's steps: per_peer[nranks +
+  // kSwitchUp] the bytes up its link to the switch, kSwitchDown the bytes back, kSwitchReduce the bytes its
+  // switch port reduces. A recording names them the same way (kXfer to "rank" nranks + part).
+  enum SwitchPart : int { kSwitchUp = 0, kSwitchDown = 1, kSwitchReduce = 2, kSwitchParts = 3 };
   void set_counting(std::vector<Count>* per_peer) { counting_ = per_peer; }
   // The flow level's recording pass (replay.h): as counting, and also appends every action a step-level
   // SimExec would take to *ops, and posts set their counters (so the FIFOs' state after the collective

@@ -311,8 +311,6 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     res.nthreads = ch.nthreads;
     res.predicted_us = ch.predicted_us;
     res.level = cfg_.level;
-    // NVLS and NVLS-Tree run at step level: the flow level replays ring and tree connections, not the switch.
-    if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree) res.level = SimLevel::kStep;
     if (res.level == SimLevel::kAuto)  // a failure, a later change or jitter needs the step level (degrade.h)
       res.level = !cfg_.payload && !cfg_.degrade.needs_step() && estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo) >
                                        cfg_.step_limit

@@ -79,8 +79,10 @@ void SimExec::flush() {
   }
   start_loop();
   if (rec_ != nullptr) {
-    if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, 0);
+    // A switch step also pays nvls_step_us (ReplayTask::switch_overhead), as below.
+    if (rec_inflight_ || sent_) record(sent_ ? ReplayKind::kFlushOv : ReplayKind::kFlush, 0, switch_step_ ? 1 : 0);
     rec_inflight_ = false;
+    switch_step_ = false;
   } else {
     for (size_t i = 0; i < inflight_.size(); ++i) {
       try {
@@ -188,7 +190,33 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
 }
 
 void SimExec::nvls_switch(double up, double down, double reduce) {
-  if (counting_ != nullptr && rec_ == nullptr) return;  // the flow level does not run NVLS (World::choose)
+  if (counting_ != nullptr) {
+    // The flow level: the switch's three parts are connections of their own (Count's SwitchPart), which
+    // flow.cc routes over the head's links to the switch and the switch host's ports.
+    const int n = world_->nranks();
+    double part[kSwitchParts];
+    part[kSwitchUp] = up;
+    part[kSwitchDown] = down;
+    part[kSwitchReduce] = reduce;
+    for (int k = 0; k < kSwitchParts; ++k) {
+      if (!(part[k] > 0)) continue;
+      SimExec::Count& c = (*counting_)[n + k];
+      c.bytes += part[k];
+      ++c.slices;
+    }
+    if (rec_ == nullptr) {
+      pending_bytes_ = 0;
+      last_dst_ = nullptr;
+      return;
+    }
+    sent_ = true;
+    switch_step_ = true;
+    start_loop();
+    for (int k = 0; k < kSwitchParts; ++k)
+      if (part[k] > 0) record(ReplayKind::kXfer, static_cast<uint32_t>(n + k), static_cast<uint64_t>(part[k]));
+    rec_inflight_ = true;
+    return;
+  }
   sent_ = true;
   switch_step_ = true;
   start_loop();

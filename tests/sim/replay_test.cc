@@ -197,6 +197,28 @@ TEST(ReplayFluid, PipelineMatchesTheRecurrence) {
   }
 }
 
+// An NVLS switch step (kFlushOv with val 1) pays the switch's per-step cost on top of the protocol's
+// overhead; the other steps do not. Both replays: 2 steps of 10 bytes at 10 bytes/s, overhead 0.5 s,
+// switch overhead 2 s on the second step only: 1 + 0.5 + 1 + 0.5 + 2 = 5 s.
+TEST(ReplayFluid, SwitchStepsPayTheSwitchOverhead) {
+  FluidNet net;
+  net.capacity = {10.0};
+  net.conn_links = {{0}};
+  net.conn_weight = {1.0};
+  std::vector<ReplayTask> tasks(1);
+  tasks[0].ops = {{ReplayKind::kXfer, 1, 10}, {ReplayKind::kFlushOv, 0, 0},
+                  {ReplayKind::kXfer, 1, 10}, {ReplayKind::kFlushOv, 0, 1}};
+  tasks[0].peers.push_back(ReplayPeer{1, 10.0, 0.0, 0});
+  tasks[0].sm_rate = 1e9;
+  tasks[0].overhead = 0.5;
+  tasks[0].switch_overhead = 2.0;
+  std::string err;
+  ASSERT_TRUE(replay_fluid(tasks, {}, net, &err)) << err;
+  EXPECT_NEAR(tasks[0].end, 5.0, 1e-9);
+  ASSERT_TRUE(replay_steps(tasks, {}, &err)) << err;
+  EXPECT_NEAR(tasks[0].end, 5.0, 1e-9);
+}
+
 // A transfer whose route has no bandwidth cannot finish: an error naming the stuck task, not a hang.
 TEST(ReplayFluid, ATransferWithoutBandwidthIsAnError) {
   FluidNet net;
