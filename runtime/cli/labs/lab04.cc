@@ -541,7 +541,8 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
     for (size_t i = 0; i < ring.size(); ++i) {
       if (tree[i].time_us < ring[i].time_us) crossover = static_cast<double>(ring[i].bytes);
       if (tuner[i].bytes == kOneMiB) tuner_1m = algo_name(tuner[i].algo);
-      if (switch_at == 0 && tuner[i].algo == AlgoKind::kRing) switch_at = static_cast<double>(tuner[i].bytes);
+      // Where the tuner leaves Tree: for NVLS-Tree on these NVSwitch machines (NCCL 2.28.9's choice).
+      if (switch_at == 0 && tuner[i].algo != AlgoKind::kTree) switch_at = static_cast<double>(tuner[i].bytes);
     }
   }
   const std::string race_cmd = "cclab sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow";
@@ -577,8 +578,8 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
     }
     add(c);
   }
-  size_check("tuner_switch", "smallest size at which the tuner picks Ring, dgx-h100 x 4", have_race && switch_at > 0,
-             switch_at, race_error.empty() ? "the tuner never picked Ring" : race_error,
+  size_check("tuner_switch", "smallest size at which the tuner stops picking Tree, dgx-h100 x 4",
+             have_race && switch_at > 0, switch_at, race_error.empty() ? "the tuner never left Tree" : race_error,
              "the algo column of: " + race_cmd, 0);
 
   // Tree against Ring at 1 MiB on 16 nodes.
