@@ -299,7 +299,8 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     const size_t count = per_rank ? bytes / esize / nranks_ : bytes / esize;
     const size_t total = count * esize * (per_rank ? nranks_ : 1);
     Choice ch;
-    if (!choose(cfg_.coll, total, &ch, error, cfg_.op == RedOpKind::kPreMulSum || cfg_.op == RedOpKind::kSumPostDiv))
+    if (!choose(cfg_.coll, total, &ch, error, cfg_.op == RedOpKind::kPreMulSum || cfg_.op == RedOpKind::kSumPostDiv,
+                cfg_.type, cfg_.op))
       return false;
     SimSizeResult res;
     res.bytes = total;

@@ -395,9 +395,10 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     *error = err;
     return false;
   }
-  // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2), on one machine, in a world of its own
-  // (its switch host joins the platform before it is sealed); the runtime's simulated communicators
-  // (session.cc: block hooks, shared platforms) run Ring and Tree.
+  // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2): the switch hosts join the platform before
+  // it is sealed, by the world that builds it; a world on a shared platform (session.cc: another GPU set
+  // of CCLAB_BACKEND=sim) runs NVLS where that world added them. A custom algorithm's world offers the
+  // tuner Ring and Tree beside it.
   {
     int64_t enable = 2;
     if (const char* v = getenv("NCCL_NVLS_ENABLE")) {
@@ -416,8 +417,14 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       }
       nvls_step_bytes_ = static_cast<int>(b);
     }
-    if (enable == 0 || (!shared_platform_ && hooks_ == nullptr && custom_ == nullptr)) {
+    if (enable == 0 || custom_ == nullptr) {
       add_nvls(topo_, enable, &nvls_graph_, &in, 0, cfg_.min_channels, cfg_.max_channels);
+      for (int m : place_.machines())
+        if (in.nvls != nullptr && shared_platform_ != nullptr && shared_platform_->nvswitch_host(m) == nullptr) {
+          in.nvls = nullptr;
+          in.nvls_why = "the simulated platform was built without the NVSwitch's reducing hosts (the first "
+                        "communicator's world adds them where it runs NVLS)";
+        }
       if (in.nvls != nullptr && nmachines_ > 1) {
         std::string why;
         if (!nvls_tree_setup(&why)) {
@@ -436,7 +443,7 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
       }
       nvls_tree_max_chunk_ = nvls_tree_max_chunk(nmachines_, nvls_step_bytes_, static_cast<int>(tree_max));
     } else {
-      in.nvls_why = "the runtime's simulated communicators run Ring and Tree";
+      in.nvls_why = "a custom algorithm's world runs Ring and Tree beside it";
     }
   }
   if (!tuner_.init(in, &err)) {
@@ -454,8 +461,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     }
     platform_ = std::move(built);
   }
-  for (int m = 0; nvls_ && m < nmachines_; ++m)
-    if (!platform_->add_nvswitch(m, nvls_graph_.bw_intra * nvls_efficiency(tuner_.input().sm_min), &err)) {
+  for (int m : place_.machines())
+    if (nvls_ && !platform_->add_nvswitch(m, nvls_graph_.bw_intra * nvls_efficiency(tuner_.input().sm_min), &err)) {
       *error = err;
       return false;
     }
@@ -762,10 +769,11 @@ SimConn& World::conn(int channel, int from, int to, int proto, int space) {
   return *conns_.emplace(key, std::move(c)).first->second;
 }
 
-bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling) const {
-  // NVLS runs only simulate()'s world (nvls_), whose calls are cfg.type and cfg.op.
+bool World::choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling, SimType type,
+                   RedOpKind op) const {
+  // RedOpKind's first four are ncclRedOp_t's; ncclAvg arrives as kSumPostDiv or kPreMulSum (no NVLS).
   const TunerChoice t = tuner_.choose(coll, bytes, 1, !scaling,
-                                      nvls_op_supported(coll, static_cast<int>(cfg_.type), static_cast<int>(cfg_.op)));
+                                      nvls_op_supported(coll, static_cast<int>(type), static_cast<int>(op)));
   // A custom algorithm runs what it supports with the Simple protocol on the channels the tuner gives
   // Ring/Simple for the collective (whatever protocol the tuner would pick for NCCL's algorithms, or
   // --proto says: it runs Simple either way); there is no NCCL cost model of it to predict with.
@@ -1050,7 +1058,8 @@ bool World::run_rank_op(int rank, const RankOp& op, std::string* error) {
   const size_t esize = sim_type_size(op.type);
   const size_t total = op.count * esize * (per_rank_count(op.coll) ? static_cast<size_t>(nranks_) : 1);
   Choice ch;
-  if (!choose(op.coll, total, &ch, error, op.redop.kind == RedOpKind::kPreMulSum || op.redop.kind == RedOpKind::kSumPostDiv))
+  if (!choose(op.coll, total, &ch, error, op.redop.kind == RedOpKind::kPreMulSum || op.redop.kind == RedOpKind::kSumPostDiv,
+              op.type, op.redop.kind))
     return false;
   CollWork w = work_for(op.coll, op.count, esize, op.root, op.redop, ch);
   w.rank = rank;

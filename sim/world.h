@@ -228,7 +228,9 @@ class World {
     double predicted_us;
   };
   // scaling: the reduction scales (ncclAvg, a pre-multiplied sum), which PAT ReduceScatter does not run.
-  bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling = false) const;
+  // type and op: the call's (NVLS runs only what has a multimem reduction, nvls_op_supported).
+  bool choose(CollKind coll, size_t bytes, Choice* c, std::string* error, bool scaling, SimType type,
+              RedOpKind op) const;
   // What one (rank, channel) actor runs.
   struct Task {
     CollWork w;

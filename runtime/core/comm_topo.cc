@@ -506,9 +506,9 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   }
   // NVLS (NCCL_NVLS_ENABLE, default 2: where the modelled machine has it) runs on the host backend when it
   // models GPUs and every rank is on this host: the NVLS memory of a channel is shared by all of them
-  // (kernels/nvls.h), or, across machines (NVLS-Tree), by the ranks of each machine. The CUDA backend has
-  // no multicast memory yet, and the simulator's plugin backend (CCLAB_BACKEND=sim) no NVLS executor yet:
-  // NCCL's choice there stays with Ring and Tree.
+  // (kernels/nvls.h), or, across machines (NVLS-Tree), by the ranks of each machine; and under
+  // CCLAB_BACKEND=sim, whose world runs the same schedule on its switch hosts (sim/world.cc). The CUDA
+  // backend has no multicast memory yet: NCCL's choice there stays with Ring and Tree.
   {
     const int64_t enable = param_int("NCCL_NVLS_ENABLE", 2);
     if (enable < 0 || enable > 2)
@@ -521,8 +521,8 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     comm->nvls_step_bytes = static_cast<int>(chunk);
     bool one_host = true;
     for (const PeerInfo& p : comm->peers) one_host = one_host && p.host_hash == comm->peers[0].host_hash;
-    const bool runs = !comm->cuda && !comm->sim && !comm->host_machine && !comm->backend->makes_connections() &&
-                      one_host;
+    const bool runs = comm->sim ||
+                      (!comm->cuda && !comm->host_machine && !comm->backend->makes_connections() && one_host);
     if (runs || enable == 0) {
       const int cfg = comm->config.nvlsCTAs;
       add_nvls(comm->topo, enable, &comm->nvls_graph, &in, cfg > 0 && cfg != NCCL_CONFIG_UNDEF_INT ? cfg : 0);
@@ -540,7 +540,7 @@ ncclResult_t setup_topology(ncclComm_t comm) {
       comm->nvls_tree_runs = in.nvls != nullptr && comm->nnodes > 1;
     } else {
       in.nvls_why = "cclab runs NVLS and NVLS-Tree on the host backend modelling NVSwitch machines whose ranks share "
-                    "this host";
+                    "this host, and under CCLAB_BACKEND=sim";
     }
     const int64_t tree_max = param_int("NCCL_NVLSTREE_MAX_CHUNKSIZE", -2);
     if (tree_max != -2 && (tree_max < 512 || tree_max % 512 != 0 || tree_max > (1 << 30)))

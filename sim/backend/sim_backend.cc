@@ -141,7 +141,8 @@ ncclResult_t SimBackend::launch(std::vector<OpDesc>& ops) {
         // The choice the world makes (World::choose): the communicator's tuner has the world's input.
         const bool per_rank = o->coll == CollKind::kAllGather || o->coll == CollKind::kReduceScatter;
         const size_t bytes = o->count * type_size(o->type) * (per_rank ? static_cast<size_t>(comm->nranks) : 1);
-        const TunerChoice c = comm->tuner.choose(o->coll, bytes);
+        const TunerChoice c = comm->tuner.choose(o->coll, bytes, 1, o->op != ncclAvg && o->op < ncclNumOps,
+                                                 nvls_op_supported(o->coll, o->type, o->op));
         if (c.valid)
           CCLAB_INFO(kLogTuning, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d} predicted %.1f us (simulated)",
                      coll_name(o->coll), bytes, algo_name(c.algo), proto_name(c.proto),

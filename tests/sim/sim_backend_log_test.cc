@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -61,8 +63,74 @@ TEST(SimBackendLog, CommunicatorDescribesTheSimulatedMachine) {
   ASSERT_EQ(cclabCommChannels(sub[0], &nch), ncclSuccess);
   EXPECT_EQ(nch, want);
 
+  // NVLS where NCCL runs it: 16 MiB is NVLS-Tree on the two machines and NVLS on one (the switch hosts the
+  // first world added serve the second's), with exact sums.
+  const size_t big = size_t{4} << 20;  // floats: 16 MiB
+  auto all_reduce = [&](ncclComm_t* cs, int n) -> double {
+    std::vector<std::vector<float>> b(n, std::vector<float>(big));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < big; ++i) b[r][i] = static_cast<float>((r + 1) * (i % 7));
+    double a = -1, z = -1;
+    EXPECT_EQ(cclabSimTime(&a), ncclSuccess);
+    EXPECT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(ncclAllReduce(b[r].data(), b[r].data(), big, ncclFloat, ncclSum, cs[r], nullptr), ncclSuccess);
+    EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_EQ(cclabSimTime(&z), ncclSuccess);
+    EXPECT_GT(z, a);
+    const float ranks_sum = n * (n + 1) / 2.0f;
+    for (int r = 0; r < n; r += 3)
+      for (size_t i = 0; i < big; i += 4099) EXPECT_EQ(b[r][i], ranks_sum * (i % 7)) << n << " ranks, rank " << r;
+    return z - a;
+  };
+  const double two = all_reduce(comms, kRanks), one = all_reduce(sub, 8);
+  std::printf("16 MiB all_reduce: %.2f us on 16 ranks, %.2f us on 8\n", two, one);
+
+  // NVLS on streams: several all_reduces queued back to back (each rank's next one may start before
+  // another rank's last has ended), out of place and in place, sum over float and max over int32 (NVLS's
+  // multimem reductions), and avg, which NVLS does not run (Ring does): every result exact.
+  {
+    constexpr int n = 8;
+    const size_t count = (size_t{4} << 20) / sizeof(float) + 3;  // 4 MiB and an odd tail
+    std::vector<cudaStream_t> st(n);
+    for (auto& x : st) ASSERT_EQ(cclabStreamCreate(&x), ncclSuccess);
+    std::vector<std::vector<float>> in(n), out(n), avg(n);
+    std::vector<std::vector<int32_t>> imax(n);
+    for (int r = 0; r < n; ++r) {
+      in[r].resize(count);
+      for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>((r + 1) * (i % 11));
+      out[r].assign(count, -1.0f);
+      avg[r] = in[r];
+      imax[r].resize(count);
+      for (size_t i = 0; i < count; ++i) imax[r][i] = static_cast<int32_t>((i * 7 + r * 13) % 1001) - 500;
+    }
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    for (int r = 0; r < n; ++r) {
+      ASSERT_EQ(ncclAllReduce(in[r].data(), out[r].data(), count, ncclFloat, ncclSum, sub[r], st[r]), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(out[r].data(), out[r].data(), count, ncclFloat, ncclSum, sub[r], st[r]), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(imax[r].data(), imax[r].data(), count, ncclInt32, ncclMax, sub[r], st[r]), ncclSuccess);
+      ASSERT_EQ(ncclAllReduce(avg[r].data(), avg[r].data(), count, ncclFloat, ncclAvg, sub[r], st[r]), ncclSuccess);
+    }
+    ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << ncclGetLastError(nullptr);
+    for (auto x : st) ASSERT_EQ(cclabStreamSynchronize(x), ncclSuccess) << ncclGetLastError(nullptr);
+    const float ranks_sum = n * (n + 1) / 2.0f;
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(out[r][i], n * ranks_sum * (i % 11)) << "rank " << r << " element " << i;
+        int32_t want = -1000;
+        for (int q = 0; q < n; ++q) want = std::max(want, static_cast<int32_t>((i * 7 + q * 13) % 1001) - 500);
+        ASSERT_EQ(imax[r][i], want) << "rank " << r << " element " << i;
+        ASSERT_EQ(avg[r][i], ranks_sum / n * (i % 11)) << "rank " << r << " element " << i;
+      }
+    for (auto x : st) cclabStreamDestroy(x);
+  }
+
   const std::string log = read_log();
   ASSERT_FALSE(log.empty()) << "NCCL_DEBUG_FILE was not written";
+  EXPECT_TRUE(contains(log, "AllReduce: 16777216 Bytes -> Algo NVLSTree proto Simple")) << log.substr(0, 4000);
+  EXPECT_TRUE(contains(log, "AllReduce: 16777216 Bytes -> Algo NVLS proto Simple")) << log.substr(0, 4000);
+  EXPECT_TRUE(contains(log, "AllReduce: 4194316 Bytes -> Algo NVLS proto Simple")) << log.substr(0, 4000);
+  EXPECT_TRUE(contains(log, "AllReduce: 4194316 Bytes -> Algo Ring")) << log.substr(0, 4000);  // avg
   EXPECT_TRUE(contains(log, "Topology dgx-h100: 8x H100-SXM5")) << log.substr(0, 2000);
   EXPECT_TRUE(contains(log, "16 ranks on 2 machines")) << log.substr(0, 2000);
   EXPECT_FALSE(contains(log, "Topology virtual")) << log.substr(0, 2000);
