@@ -119,6 +119,25 @@ ncclResult_t fail_custom(ncclComm_t comm, const OpDesc& op, const std::string& w
   return ncclInvalidUsage;
 }
 
+// A tree's connections on channel `ch` for protocol `proto`, from its links: to and from the parent, to
+// and from each child. Conns is TreeConns (Tree) or NvlsTreeConns (NVLS-Tree's heads), which name them alike.
+template <typename Conns>
+Conns tree_conns(Channel& ch, const TreeLinks& links, int proto) {
+  Conns out{};
+  if (links.up >= 0) {
+    PeerConns& pc = ch.peers[links.up];
+    out.up_recv = &pc.recv[proto].info;
+    out.up_send = &pc.send[proto].info;
+  }
+  out.ndown = links.ndown;
+  for (int i = 0; i < links.ndown; ++i) {
+    PeerConns& pc = ch.peers[links.down[i]];
+    out.down_recv[i] = &pc.recv[proto].info;
+    out.down_send[i] = &pc.send[proto].info;
+  }
+  return out;
+}
+
 ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   CollWork w;
   AlgoKind algo = AlgoKind::kRing;
@@ -187,38 +206,14 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
     }
     if (nvls) {
       NvlsTreeConns tc;
-      if (nvls_tree) {
-        if (ch.nvls_tree.up >= 0) {
-          PeerConns& pc = ch.peers[ch.nvls_tree.up];
-          tc.up_recv = &pc.recv[w.proto].info;
-          tc.up_send = &pc.send[w.proto].info;
-        }
-        tc.ndown = ch.nvls_tree.ndown;
-        for (int i = 0; i < ch.nvls_tree.ndown; ++i) {
-          PeerConns& pc = ch.peers[ch.nvls_tree.down[i]];
-          tc.down_recv[i] = &pc.recv[w.proto].info;
-          tc.down_send[i] = &pc.send[w.proto].info;
-        }
-      }
+      if (nvls_tree) tc = tree_conns<NvlsTreeConns>(ch, ch.nvls_tree, w.proto);
       if (!nvls_fn(ex, w, ch.nvls, c, nvls_tree ? &tc : nullptr) && ex.failure() == WaitFailure::kNone)
         custom_failure[c] = nvls_tree ? "the NVLS-Tree schedule refused the operation"
                                       : "the NVLS schedule refused the operation";
       return;
     }
     if (tree) {
-      TreeConns conns{};
-      if (ch.tree.up >= 0) {
-        PeerConns& pc = ch.peers[ch.tree.up];
-        conns.up_recv = &pc.recv[w.proto].info;
-        conns.up_send = &pc.send[w.proto].info;
-      }
-      conns.ndown = ch.tree.ndown;
-      for (int i = 0; i < ch.tree.ndown; ++i) {
-        PeerConns& pc = ch.peers[ch.tree.down[i]];
-        conns.down_recv[i] = &pc.recv[w.proto].info;
-        conns.down_send[i] = &pc.send[w.proto].info;
-      }
-      tree_fn(ex, w, ch.tree, conns, c);
+      tree_fn(ex, w, ch.tree, tree_conns<TreeConns>(ch, ch.tree, w.proto), c);
       return;
     }
     RingView ring{ch.view.data(), comm->nranks};
