@@ -9,6 +9,9 @@
 #             averages at two full buckets, then a count mismatch at a short last bucket (both ranks stop at
 #             once), and the hint about the order;
 #             wrong averages in the simulator (~15 s)
+#   repeats   README step 2 as written: the skeleton with TODO 1 fixed, NCCL_DEBUG=WARN cclab lab run 07
+#             --ranks 2 --size 400K: each rank's failure printed once (the operations queued behind the failed
+#             one are not run and not reported again), both ranks fail at once (~1 s)
 #   slow      the solution with the skeleton's 64 KiB buckets: every result right, 31x the one-bucket
 #             time, the hint about bucket sizes (~6 s)
 #   solution  labs/solutions/07-debugging passes every check (~6 s)
@@ -53,6 +56,24 @@ case "$case" in
     expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact FAIL"
     expect "nothing hung, but the averages are wrong"
     ends_within "host backend, 2 ranks, 5 steps" 6
+    ;;
+  repeats)
+    dir="$(skeleton)"
+    sed -i 's/  if (rank == 0) {/  {/' "$dir/train_step.c"
+    grep -q '^  {$' "$dir/train_step.c" || fail "the skeleton no longer has the loss's if (rank == 0)"
+    NCCL_DEBUG=WARN "$cclab" lab run 07 --ranks 2 --size 400K --dir "$dir" --work "$work" >"$out" 2>&1
+    rc=$?
+    expect_rc 1
+    expect "at step 2 but received"  # one rank or both see the mismatch first (a race)
+    expect "Every rank must walk the buckets in the same order (TODO 2)"
+    # Each rank's failure once: its own mismatch, or the other rank's stop; never one line per queued bucket.
+    for r in 0 1; do
+      n="$(grep -c "NCCL WARN ncclAllReduce: rank $r channel" "$out")"
+      [[ "$n" == 1 ]] || fail "rank $r printed $n failure lines, want 1"
+    done
+    dups="$(grep 'NCCL WARN' "$out" | sed 's/^[^[]*//' | sort | uniq -d)"
+    [[ -z "$dups" ]] || fail "lines printed more than once: $dups"
+    seconds=0
     ;;
   slow)
     # TODO 1 and 2 fixed, the 64 KiB buckets kept: right everywhere, 31x the one-bucket time.
