@@ -753,6 +753,41 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
   return c;
 }
 
+CheckResult check_size_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                              const std::string& what, bool have_want, size_t want, const std::string& fail_why,
+                              const std::string& hint) {
+  CheckResult c;
+  c.name = "answer " + key;
+  const auto it = a.values.find(key);
+  if (!a.found || it == a.values.end()) {
+    c.detail = what + ": " +
+               (a.found ? "no answer for '" + key + "' yet" : "there is no answers file (" + shown_path(answers_path) + ")");
+    for (const auto& p : a.problems) c.detail += "\n" + shown_path(answers_path) + ": " + p;
+    c.hint = "write the line `" + key + " = YOUR ANSWER` in " + shown_path(answers_path) +
+             " (the lab's README.md, \"Questions\")";
+    return c;
+  }
+  size_t v = 0;
+  try {
+    v = parse_size(it->second, key);
+  } catch (const std::exception&) {
+    c.detail = what + ": " + key + " = '" + it->second + "' is not a size (write 65536, 64K or 16M: powers of 1024)";
+    c.hint = "a number of bytes, optionally with K, M or G";
+    return c;
+  }
+  if (!have_want) {
+    c.detail = what + ": " + fail_why;
+    c.hint = "this is not your answer's fault: check the cclab build";
+  } else if (v == want) {
+    c.passed = true;
+    c.detail = what + ": " + it->second + " is right";
+  } else {
+    c.detail = what + ": " + it->second + " is not the size the grader found";
+    c.hint = hint;
+  }
+  return c;
+}
+
 // ---- The command ------------------------------------------------------------------------------------
 
 std::string lab_usage() {

@@ -170,6 +170,13 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
                          const std::string& what, bool have_want, double want, double tolerance,
                          const std::string& fail_why, const std::string& hint);
 
+// The check of a size answer `key` (bytes, or with K, M or G: parse_size) against the grader's size
+// `want`, a size of a sweep it ran itself: right only when it is that size (a neighbour of the sweep is
+// wrong). have_want and fail_why as check_answer's.
+CheckResult check_size_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                              const std::string& what, bool have_want, size_t want, const std::string& fail_why,
+                              const std::string& hint);
+
 // ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1, 2 and 7) ----------
 
 // A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
