@@ -118,6 +118,9 @@ bool simulate_one(const sim::SimConfig& cfg, sim::SimSizeResult* out, std::strin
 // runtime/include, the lab folder and the student folder on the include path). The result's detail
 // holds the compiler's messages (warnings included); a missing file fails with what to do.
 CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& sources, const std::string& so_path);
+// The compiler run of compile_student, on any C files (paths as given): for a grader's own wrapper of a
+// student's file.
+CommandResult compile_shared(const LabEnv& env, const std::vector<std::string>& paths, const std::string& so_path);
 
 // What a forked child did.
 struct ChildOutcome {
