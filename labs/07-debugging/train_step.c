@@ -19,7 +19,8 @@
   } while (0)
 
 /* TODO 3: the bucket size. Each ncclAllReduce costs a fixed latency (tens of microseconds on a DGX H100)
- * plus its bytes over the bandwidth: measure the step with `cclab viz` and NCCL_DEBUG=INFO, then choose. */
+ * plus its bytes over the bandwidth: measure the step with `cclab viz` and NCCL_DEBUG=INFO, then choose.
+ * Keep the name: the grader reads BUCKET_BYTES (4 bytes to 64 MiB) to run steps of several buckets. */
 #define BUCKET_BYTES (64 * 1024)
 
 ncclResult_t lab_train_step(float* grads, size_t count, float* loss, ncclComm_t comm, cudaStream_t stream) {

@@ -6,7 +6,10 @@
  * gradients and *loss this rank's loss. When it returns, on every rank, grads[i] must hold the average
  * over all ranks of their grads[i] (in place), and *loss the sum of all ranks' losses. `stream` is this
  * rank's stream: pass it to the nccl calls, and wait for it (cclabStreamSynchronize) before returning.
- * Return ncclSuccess, or the error of the first nccl call that failed. */
+ * Return ncclSuccess, or the error of the first nccl call that failed.
+ *
+ * train_step.c must also #define BUCKET_BYTES, its bucket size in bytes (4 to 64 MiB): the grader reads
+ * it to run steps of two and of two and a half of your buckets, whatever size you choose. */
 #ifndef CCLAB_LAB07_TRAIN_STEP_H
 #define CCLAB_LAB07_TRAIN_STEP_H
 

@@ -613,17 +613,31 @@ void* load_student_symbol(const std::string& so_path, const std::string& symbol,
 
 // ---- The student's build ----------------------------------------------------------------------------
 
+CommandResult compile_shared(const LabEnv& env, const std::vector<std::string>& paths, const std::string& so_path) {
+  std::vector<std::string> argv;
+  // CC may hold a compiler and flags ("ccache gcc"); split it on blanks.
+  std::istringstream ccw(env.cc);
+  for (std::string w; ccw >> w;) argv.push_back(w);
+  if (argv.empty()) argv.push_back("cc");
+  argv.insert(argv.end(), paths.begin(), paths.end());
+  for (const char* f : {"-std=gnu11", "-O2", "-g", "-Wall", "-shared", "-fPIC"}) argv.push_back(f);
+  argv.push_back("-I" + env.student_dir);
+  argv.push_back("-I" + env.lab_dir);
+  argv.push_back("-I" + env.include_dir);
+  argv.push_back("-o");
+  argv.push_back(so_path);
+  std::error_code ec;
+  fs::remove(so_path, ec);
+  return run_command(argv, env.timeout_s > 0 ? std::max(env.timeout_s, 60.0) : 60.0);
+}
+
 CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& sources, const std::string& so_path) {
   CheckResult c;
   std::string names;
   for (const auto& s : sources) names += (names.empty() ? "" : " ") + s;
   c.name = "compile " + names;
   const double start = now_s();
-  std::vector<std::string> argv;
-  // CC may hold a compiler and flags ("ccache gcc"); split it on blanks.
-  std::istringstream ccw(env.cc);
-  for (std::string w; ccw >> w;) argv.push_back(w);
-  if (argv.empty()) argv.push_back("cc");
+  std::vector<std::string> paths;
   for (const auto& s : sources) {
     const std::string path = env.student_dir + "/" + s;
     if (!fs::exists(path)) {
@@ -633,17 +647,9 @@ CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& s
       c.seconds = now_s() - start;
       return c;
     }
-    argv.push_back(path);
+    paths.push_back(path);
   }
-  for (const char* f : {"-std=gnu11", "-O2", "-g", "-Wall", "-shared", "-fPIC"}) argv.push_back(f);
-  argv.push_back("-I" + env.student_dir);
-  argv.push_back("-I" + env.lab_dir);
-  argv.push_back("-I" + env.include_dir);
-  argv.push_back("-o");
-  argv.push_back(so_path);
-  std::error_code ec;
-  fs::remove(so_path, ec);
-  const CommandResult r = run_command(argv, env.timeout_s > 0 ? std::max(env.timeout_s, 60.0) : 60.0);
+  const CommandResult r = compile_shared(env, paths, so_path);
   c.seconds = now_s() - start;
   std::string msgs = trim(r.output);
   // The student's paths are long; the compiler repeats them on every line.
@@ -748,6 +754,41 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
     c.detail = what + ": " + a.values.at(key) +
                (tolerance > 0 ? " is not within " + format_double(tolerance * 100, 0) + "% of the grader's value"
                               : " is not right");
+    c.hint = hint;
+  }
+  return c;
+}
+
+CheckResult check_size_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                              const std::string& what, bool have_want, size_t want, const std::string& fail_why,
+                              const std::string& hint) {
+  CheckResult c;
+  c.name = "answer " + key;
+  const auto it = a.values.find(key);
+  if (!a.found || it == a.values.end()) {
+    c.detail = what + ": " +
+               (a.found ? "no answer for '" + key + "' yet" : "there is no answers file (" + shown_path(answers_path) + ")");
+    for (const auto& p : a.problems) c.detail += "\n" + shown_path(answers_path) + ": " + p;
+    c.hint = "write the line `" + key + " = YOUR ANSWER` in " + shown_path(answers_path) +
+             " (the lab's README.md, \"Questions\")";
+    return c;
+  }
+  size_t v = 0;
+  try {
+    v = parse_size(it->second, key);
+  } catch (const std::exception&) {
+    c.detail = what + ": " + key + " = '" + it->second + "' is not a size (write 65536, 64K or 16M: powers of 1024)";
+    c.hint = "a number of bytes, optionally with K, M or G";
+    return c;
+  }
+  if (!have_want) {
+    c.detail = what + ": " + fail_why;
+    c.hint = "this is not your answer's fault: check the cclab build";
+  } else if (v == want) {
+    c.passed = true;
+    c.detail = what + ": " + it->second + " is right";
+  } else {
+    c.detail = what + ": " + it->second + " is not the size the grader found";
     c.hint = hint;
   }
   return c;

@@ -118,6 +118,9 @@ bool simulate_one(const sim::SimConfig& cfg, sim::SimSizeResult* out, std::strin
 // runtime/include, the lab folder and the student folder on the include path). The result's detail
 // holds the compiler's messages (warnings included); a missing file fails with what to do.
 CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& sources, const std::string& so_path);
+// The compiler run of compile_student, on any C files (paths as given): for a grader's own wrapper of a
+// student's file.
+CommandResult compile_shared(const LabEnv& env, const std::vector<std::string>& paths, const std::string& so_path);
 
 // What a forked child did.
 struct ChildOutcome {
@@ -169,6 +172,13 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
 CheckResult check_answer(const Answers& a, const std::string& answers_path, const std::string& key,
                          const std::string& what, bool have_want, double want, double tolerance,
                          const std::string& fail_why, const std::string& hint);
+
+// The check of a size answer `key` (bytes, or with K, M or G: parse_size) against the grader's size
+// `want`, a size of a sweep it ran itself: right only when it is that size (a neighbour of the sweep is
+// wrong). have_want and fail_why as check_answer's.
+CheckResult check_size_answer(const Answers& a, const std::string& answers_path, const std::string& key,
+                              const std::string& what, bool have_want, size_t want, const std::string& fail_why,
+                              const std::string& hint);
 
 // ---- Helpers of the labs whose checks run the student's code over nccl.h (labs 1, 2 and 7) ----------
 

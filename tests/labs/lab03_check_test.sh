@@ -7,7 +7,9 @@
 #   oneflag    the solution checking only the first half's flag: the torn-line check fails, the rest pass
 #   answers    the solution with wrong answers: those checks fail, with what was wrong; a size written
 #              128M is read as 128 MiB
-# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+#   neighbour  the solution with each crossover one step of the x2 sweep off (1M for 2M, 256M for 128M):
+#              both fail, with the hint that says which side of the crossover the question asks for
+# The last four need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
 case="$1" cclab="$2" src="$3" work="$4/$case"
 lab="$src/labs/03-protocols"
@@ -59,8 +61,19 @@ case "$case" in
     expect "9 of 11 checks pass"
     expect "LL's payload bytes / wire bytes: 0.9375 is not within 1% of the right value"
     expect "A fraction between 0 and 1, not a percentage"
-    expect "64 is more than one size step (x2) from the size the grader found"
+    expect "64 is not the size the grader found"
     expect "128M is right"  # a size with a K/M/G suffix, as the sweeps print them
+    ;;
+  neighbour)
+    solution_variant neighbour "" ""
+    sed -i -e 's/^crossover_ll128 = .*/crossover_ll128 = 1M/' -e 's/^crossover_simple = .*/crossover_simple = 268435456/' \
+      "$work/neighbour/answers.txt"
+    check "$work/neighbour"
+    expect_rc 1
+    expect "9 of 11 checks pass"
+    expect "bytes from which LL128 beats LL, all_reduce on 8 simulated H100s: 1M is not the size the grader found"
+    expect "that size itself, not the last size where LL wins"
+    expect "bytes from which Simple beats LL128, same machine: 268435456 is not the size the grader found"
     ;;
   *)
     echo "lab03_check_test.sh: unknown case $case" >&2

@@ -7,7 +7,9 @@
 #   solution   labs/solutions/04-ring-vs-tree passes every check; `lab run 04` draws the trees
 #   mirror     the solution with tree 1 always mirrored (also for odd n): the TODO 2 hint at nnodes 3
 #   answers    the solution with wrong answers: those checks fail, the others pass
-# The last three need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+#   neighbour  the solution with the two sizes one step of the x2 sweep off (8M for crossover, 32M for
+#              tuner_switch): both fail, with the hint that says which side the question asks for
+# The last four need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
 case="$1" cclab="$2" src="$3" work="$4/lab04-$case"
 lab="$src/labs/04-ring-vs-tree"
@@ -65,8 +67,20 @@ PY
     expect_rc 1
     expect "9 of 12 checks pass"
     expect "steps of a ring all_reduce on 32 ranks: 32 is not right"
-    expect "256M is more than one step of the sweep"
+    expect "256M is not the size the grader found"
     expect "'nvls' is neither ring nor tree"
+    ;;
+  neighbour)
+    solution_variant neighbour "" ""
+    sed -i -e 's/^crossover = .*/crossover = 8M/' -e 's/^tuner_switch = .*/tuner_switch = 32M/' \
+      "$work/neighbour/answers.txt"
+    check "$work/neighbour"
+    expect_rc 1
+    expect "10 of 12 checks pass"
+    expect "largest size at which Tree beats Ring, dgx-h100 x 4: 8M is not the size the grader found"
+    expect "below 1, not the first size where Ring wins"
+    expect "smallest size at which the tuner stops picking Tree, dgx-h100 x 4: 32M is not the size the grader found"
+    expect "the first size whose algo is not Tree, not the last that is"
     ;;
   *)
     echo "lab04_check_test.sh: unknown case $case" >&2

@@ -3,7 +3,9 @@
 # fails where it should, with the hint it should give, and passes the reference solution. One ctest
 # entry per CASE (label labs); each runs at most a handful of flow-level simulations (about 1-3 s):
 #   skeleton   the skeleton as committed (the DGX H100 reference design, 8 x 400G, 1:1): it meets the
-#              target but costs 2.86x the cheapest design; every answer is missing (and not simulated)
+#              target but costs 2.86x the cheapest design, which the check says without giving the
+#              cheapest design away (its cost, the ratio, its parameters; in the table and in --json);
+#              every answer is missing (and not simulated)
 #   broken     a cluster.txt with an unknown key, a value out of range, GB/s for Gb/s and a missing
 #              line: one message each, the simulations skipped
 #   slow       2 x 800G ports at 4:1: cheaper than the cheapest, but too slow (the PCIe slot)
@@ -39,10 +41,14 @@ case "$case" in
     expect "2 of 8 checks pass"
     expect "cost: 256 NIC ports x 1.6 + 768 switch ports (256 down, 256 up x 2) x 0.8 = 1024.0 k$"
     expect "7.71 ms, busbw 277.4 GB/s"
-    expect "the cheapest design the grader found that meets the target costs 358.4 k$"
-    expect "yours costs 2.86x"
+    expect "cost within 5% of the cheapest design that meets it FAIL"
+    expect "yours 1024.0 k$: not the cheapest: the grader found a design that meets the target for more than 5% less"
     expect "which parts of the network does it not need?"
     expect "no answer for 'busbw_8x400' yet"
+    # The answer stays hidden: the cheapest design's cost (358.4 k$), the ratio to it, its NICs.
+    for leak in "358.4" "2.86" "4 x 400G"; do expect_absent "$leak"; done
+    check "$(skeleton)" --json
+    for leak in "358.4" "2.86" "4 x 400G"; do expect_absent "$leak"; done
     ;;
   broken)
     check "$(design broken 'nodes = 16' 'nics = 4' 'nic_gbps = 50' 'oversubscription = 3')"

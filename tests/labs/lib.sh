@@ -43,6 +43,13 @@ expect() {
   want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
   [[ "$flat" == *"$want"* ]] || fail "the output lacks: $1"
 }
+# The output does not contain $1 (runs of blanks and line breaks as one blank, as expect).
+expect_absent() {
+  local flat want
+  flat="$(tr '\n' ' ' <"$out" | tr -s ' ')"
+  want="$(printf '%s' "$1" | tr '\n' ' ' | tr -s ' ')"
+  [[ "$flat" != *"$want"* ]] || fail "the output contains: $1"
+}
 expect_rc() { [[ $rc == "$1" ]] || fail "exit status $rc, want $1"; }
 # solution_variant DIR OLD NEW: a copy of the solution in $work/DIR whose $student_file has OLD replaced
 # by NEW (fails when the solution no longer contains OLD), with the solution's answers.

@@ -340,8 +340,30 @@ ncclResult_t run_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
   return r;
 }
 
+// An operation that starts after an earlier one of its communicator failed (typically queued on the
+// stream behind it: a loop of ncclAllReduce calls returns before the first fails). That failure
+// poisoned this rank's connections, or the peers' stopped them, so the operation cannot run: it fails at
+// once with the communicator's error (ncclCommGetAsyncError's), which was printed when it happened; it
+// is not printed again for every operation behind it (NCCL_DEBUG=INFO still shows each).
+bool failed_earlier(ncclComm_t comm, const char* fn, ncclResult_t* code) {
+  const ncclResult_t e = static_cast<ncclResult_t>(comm->async_error.load());
+  if (e == ncclSuccess) return false;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(comm->error_mu);
+    why = comm->async_message;
+  }
+  const std::string msg = std::string(fn) + ": not run: an earlier operation of this communicator failed: " + why;
+  set_last_error(msg.c_str());
+  CCLAB_INFO(kLogColl, "%s", msg.c_str());
+  *code = e;
+  return true;
+}
+
 ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
   set_log_rank(comm->rank);
+  ncclResult_t failed = ncclSuccess;
+  if (!ops.empty() && failed_earlier(comm, ops.front().fn, &failed)) return failed;
   std::vector<const OpDesc*> p2p;
   ncclResult_t result = ncclSuccess;
   for (const OpDesc& o : ops) {
@@ -358,6 +380,8 @@ ncclResult_t run_plan(ncclComm_t comm, const std::vector<OpDesc>& ops) {
 // One operation, a plan of its own (run_plan without the vector).
 ncclResult_t run_single(ncclComm_t comm, const OpDesc& op) {
   set_log_rank(comm->rank);
+  ncclResult_t failed = ncclSuccess;
+  if (failed_earlier(comm, op.fn, &failed)) return failed;
   if (op.kind == OpDesc::Kind::kColl) return run_collective(comm, op);
   return run_p2p(comm, std::vector<const OpDesc*>{&op});
 }

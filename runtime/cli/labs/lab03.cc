@@ -415,11 +415,9 @@ std::vector<CheckResult> check_lab03(const LabEnv& env, const std::function<void
   // The answers.
   const std::string answers_path = env.student_dir + "/" + kAnswers;
   const Answers answers = read_answers(answers_path);
-  auto answer_check = [&](const std::string& key, const std::string& what, double want, bool within_step,
-                          double tolerance, bool have_want, const std::string& skip_reason, const std::string& hint,
-                          double seconds = 0) {
+  auto answer_check = [&](const std::string& key, const std::string& what, double want, double tolerance,
+                          bool have_want, const std::string& skip_reason, const std::string& hint) {
     CheckResult c;
-    c.seconds = seconds;
     c.name = "answer " + key;
     double v = 0;
     std::string why;
@@ -431,25 +429,22 @@ std::vector<CheckResult> check_lab03(const LabEnv& env, const std::function<void
       for (const auto& p : answers.problems) c.detail += "\n" + shown_path(answers_path) + ": " + p;
       c.hint = "write the line `" + key + " = YOUR NUMBER` in " + shown_path(answers_path) +
                " (the lab's README.md, \"Questions\")";
-    } else if (within_step ? (v >= want / 2 && v <= want * 2) : std::fabs(v - want) <= tolerance * std::fabs(want)) {
+    } else if (std::fabs(v - want) <= tolerance * std::fabs(want)) {
       c.passed = true;
-      c.detail = what + ": " + answers.values.at(key) + " is right" +
-                 (within_step ? " (within one size step of the sweep)"
-                              : tolerance > 0 ? " (within " + format_double(tolerance * 100, 0) + "%)" : "");
+      c.detail = what + ": " + answers.values.at(key) + " is right (within " + format_double(tolerance * 100, 0) + "%)";
     } else {
-      c.detail = what + ": " + answers.values.at(key) +
-                 (within_step ? " is more than one size step (x2) from the size the grader found"
-                              : " is not within " + format_double(tolerance * 100, 0) + "% of the right value");
+      c.detail = what + ": " + answers.values.at(key) + " is not within " + format_double(tolerance * 100, 0) +
+                 "% of the right value";
       c.hint = hint;
     }
     add(c);
   };
-  answer_check("ll_efficiency", "LL's payload bytes / wire bytes", static_cast<double>(kLLLinePayload) / kLLLineBytes, false,
+  answer_check("ll_efficiency", "LL's payload bytes / wire bytes", static_cast<double>(kLLLinePayload) / kLLLineBytes,
                kEfficiencyTolerance, true, "",
                "how many of a line's 16 bytes are payload? A fraction between 0 and 1, not a percentage (Background, "
                "\"LL\")");
   answer_check("ll128_efficiency", "LL128's payload bytes / wire bytes",
-               static_cast<double>(kLL128LinePayload) / kLL128LineBytes, false, kEfficiencyTolerance, true, "",
+               static_cast<double>(kLL128LinePayload) / kLL128LineBytes, kEfficiencyTolerance, true, "",
                "how many of a line's 128 bytes are payload? A fraction between 0 and 1, not a percentage "
                "(Background, \"LL128\")");
 
@@ -474,15 +469,21 @@ std::vector<CheckResult> check_lab03(const LabEnv& env, const std::function<void
     sim_error = "no crossover in the sweep " + size_name(kSweepMin) + " .. " + size_name(kSweepMax);
   }
   const std::string sweep_cmd = std::string("cclab sim all_reduce --topo ") + kSimTopo + " --algo ring -b 1K -e 256M -f 2";
-  answer_check("crossover_ll128", "bytes from which LL128 beats LL, all_reduce on 8 simulated H100s",
-               static_cast<double>(ll128_from), true, 0, have || !asked, sim_error,
-               "run the sweep with each protocol forced (" + sweep_cmd +
-                   " --compare \"--proto LL\" \"--proto LL128\") and find the first size from which LL128's time "
-                   "is smaller at every larger size; write it in bytes",
-               sim_seconds);
-  answer_check("crossover_simple", "bytes from which Simple beats LL128, same machine",
-               static_cast<double>(simple_from), true, 0, have || !asked, sim_error,
-               "the same with " + sweep_cmd + " --compare \"--proto LL128\" \"--proto Simple\"; write it in bytes");
+  // Exactly the size of the sweep (a neighbour is the other side of the crossover, not "close").
+  CheckResult ll128 = check_size_answer(
+      answers, answers_path, "crossover_ll128", "bytes from which LL128 beats LL, all_reduce on 8 simulated H100s",
+      have, ll128_from, sim_error,
+      "run the sweep with each protocol forced (" + sweep_cmd +
+          " --compare \"--proto LL\" \"--proto LL128\") and find the first size at which LL128's time is smaller "
+          "and stays smaller at every larger size (B/A time below 1 from that row to the last); that size itself, "
+          "not the last size where LL wins");
+  ll128.seconds = sim_seconds;
+  add(ll128);
+  add(check_size_answer(answers, answers_path, "crossover_simple", "bytes from which Simple beats LL128, same machine",
+                        have, simple_from, sim_error,
+                        "the same with " + sweep_cmd +
+                            " --compare \"--proto LL128\" \"--proto Simple\": the first size from which Simple's "
+                            "time is smaller at that size and every larger one"));
   return out;
 }
 

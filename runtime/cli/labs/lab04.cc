@@ -467,37 +467,12 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
     c.seconds = seconds;
     add(c);
   };
-  // A size answer (bytes, or with K/M/G), right within one step of the x2 sweep.
+  // A size answer (bytes, or with K/M/G): exactly the size of the grader's sweep (lab_cmd.h).
   auto size_check = [&](const std::string& key, const std::string& what, bool have_want, double want,
                         const std::string& fail_why, const std::string& hint, double seconds) {
-    CheckResult c;
-    c.name = "answer " + key;
+    CheckResult c = check_size_answer(answers, answers_path, key, what, have_want, static_cast<size_t>(want),
+                                      fail_why, hint);
     c.seconds = seconds;
-    const auto it = answers.values.find(key);
-    if (!answers.found || it == answers.values.end()) {
-      missing(&c, key, what, answers.found ? "no answer for '" + key + "' yet" : "there is no answers file");
-      add(c);
-      return;
-    }
-    double v = 0;
-    try {
-      v = static_cast<double>(parse_size(it->second, key));
-    } catch (const std::exception&) {
-      c.detail = what + ": " + key + " = '" + it->second + "' is not a size (write 65536, 64K or 16M: powers of 1024)";
-      c.hint = "a number of bytes, optionally with K, M or G";
-      add(c);
-      return;
-    }
-    if (!have_want) {
-      c.detail = what + ": " + fail_why;
-      c.hint = "this is not your answer's fault: check the cclab build";
-    } else if (v >= want / 2 && v <= want * 2) {
-      c.passed = true;
-      c.detail = what + ": " + it->second + " is right (within one step of the sweep, a factor of 2)";
-    } else {
-      c.detail = what + ": " + it->second + " is more than one step of the sweep (a factor of 2) from the grader's size";
-      c.hint = hint;
-    }
     add(c);
   };
   auto wants = [&](const std::string& key) { return answers.values.count(key) > 0; };
@@ -548,7 +523,10 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
   const std::string race_cmd = "cclab sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow";
   size_check("crossover", "largest size at which Tree beats Ring, dgx-h100 x 4", have_race && crossover > 0, crossover,
              race_error.empty() ? "Tree never beat Ring" : race_error,
-             "compare the two time columns: " + race_cmd + " --compare \"--algo ring\" \"--algo tree\"", 0);
+             "compare the two time columns: " + race_cmd +
+                 " --compare \"--algo ring\" \"--algo tree\": the largest size whose B/A time (Tree's / Ring's) is "
+                 "below 1, not the first size where Ring wins",
+             0);
   {
     CheckResult c;
     c.name = "answer tuner_1m";
@@ -580,7 +558,7 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
   }
   size_check("tuner_switch", "smallest size at which the tuner stops picking Tree, dgx-h100 x 4",
              have_race && switch_at > 0, switch_at, race_error.empty() ? "the tuner never left Tree" : race_error,
-             "the algo column of: " + race_cmd, 0);
+             "the algo column of: " + race_cmd + ": the first size whose algo is not Tree, not the last that is", 0);
 
   // Tree against Ring at 1 MiB on 16 nodes.
   double speedup = 0, speed_seconds = 0;

@@ -4,8 +4,10 @@
 // The student's train_step.c defines lab_train_step (labs/07-debugging/train_step.h): one data-parallel
 // step, the gradients averaged over the ranks in buckets (in place), the loss summed. Every check runs it
 // with a thread per rank, its own stream, in a forked child with a time limit (lab 1's pattern):
-//   - host backend, 2, 3 and 4 ranks, counts 1, 1000, 2 x 16384 (two 64 KiB buckets), 3 x 16384 + 5 (a
-//     short last bucket) and 100003: every gradient the average (relative 1e-5), the loss the exact sum,
+//   - compile: train_step.c, and a wrapper of it that returns its BUCKET_BYTES (read_bucket_bytes);
+//   - host backend, 2, 3 and 4 ranks, counts 1, 1000, two of the student's buckets, two and a half (an odd
+//     count: a short last bucket) and 100003, so that a wrong bucket order shows whatever BUCKET_BYTES is
+//     (host_counts): every gradient the average (relative 1e-5), the loss the exact sum,
 //     nothing written past the gradients' end. A rank that never joins a collective hangs: the child's waits
 //     give up (CCLAB_TIMEOUT) and report where they were stuck; its stuck-wait lines are in the log;
 //   - simulator (CCLAB_BACKEND=sim, CCLAB_TOPO=dgx-h100), 8 ranks, 16 MiB of gradients: exact, and its
@@ -15,6 +17,7 @@
 //     the grader's step with 64 KiB buckets and with one bucket, and the per-collective cost derived.
 // Inputs: rank r's gradient i is (r + 1) x (1 + 7i mod 13), its loss r + 1.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -41,6 +44,8 @@ constexpr const char* kSimTopo = "dgx-h100";
 constexpr int kSimRanks = 8;
 constexpr size_t kSimBytes = 16u << 20;    // 16 MiB of gradients
 constexpr size_t kSmallBucket = 64u << 10;  // the skeleton's bucket
+constexpr size_t kMaxBucket = 64u << 20;    // BUCKET_BYTES at most: the host checks run 2.5 buckets a rank
+constexpr const char* kBucketSymbol = "cclab_lab07_bucket_bytes";  // the grader's wrapper: BUCKET_BYTES
 constexpr double kSpeedBound = 1.5;         // the student's step / the one-bucket step, at most
 constexpr double kTimeTolerance = 0.05, kAlphaTolerance = 0.10;
 constexpr size_t kGuard = 16;
@@ -337,9 +342,73 @@ void judge_run(const LabEnv& env, const ChildOutcome& o, int n, bool sim, CheckR
   c->hint = log_has_mismatch(o.log_path) ? kMismatchHint : hint_for(cases);
 }
 
-const std::vector<size_t>& host_counts() {
-  static const std::vector<size_t> counts{1, 1000, 2 * 16384, 3 * 16384 + 5, 100003};
+// The host checks' counts (floats) for buckets of bucket_bytes: 1, 1000 and 100003, and two sized by the
+// student's buckets, so that a wrong bucket order (TODO 2) shows whatever BUCKET_BYTES is: two full
+// buckets (the ranks' same counts, other buckets: wrong averages) and two and a half, an odd count (a
+// short last bucket: a count mismatch). In increasing order.
+std::vector<size_t> host_counts(size_t bucket_bytes) {
+  const size_t b = std::max<size_t>(1, bucket_bytes / sizeof(float));
+  std::vector<size_t> counts{1, 1000, 2 * b, 2 * b + ((b / 2) | 1), 100003};
+  std::sort(counts.begin(), counts.end());
   return counts;
+}
+
+// The student's BUCKET_BYTES (TODO 3). The macro is train_step.c's own, so the grader compiles a wrapper
+// that includes the file and returns it, and calls that in a child (the student's code never runs in the
+// grader). False, with what is wrong and a hint, when there is none or it is out of range.
+bool read_bucket_bytes(const LabEnv& env, size_t* bytes, std::string* why, std::string* hint) {
+  const std::string probe_c = env.work_dir + "/bucket_bytes.c", probe_so = env.work_dir + "/bucket_bytes.so";
+  std::string path;
+  for (const char ch : fs::absolute(env.student_dir + "/" + kSource).string()) {
+    if (ch == '"' || ch == '\\') path += '\\';
+    path += ch;
+  }
+  {
+    std::ofstream f(probe_c);
+    f << "/* Written by cclab lab check 07 (runtime/cli/labs/lab07.cc): your train_step.c, and its BUCKET_BYTES\n"
+         " * for the grader, which sizes the host checks' steps by it. */\n"
+         "#include \"" << path << "\"\n"
+         "#ifdef BUCKET_BYTES\n"
+         "unsigned long long " << kBucketSymbol << "(void);\n"
+         "unsigned long long " << kBucketSymbol << "(void) { return (unsigned long long)(BUCKET_BYTES); }\n"
+         "#endif\n";
+  }
+  const CommandResult r = compile_shared(env, {probe_c}, probe_so);
+  if (!r.started || r.timed_out || r.exit_code != 0) {
+    *why = "the grader could not read BUCKET_BYTES from " + std::string(kSource) + ": " +
+           describe_command(r, 60) + "\n" + output_tail(r.output, 6);
+    *hint = "this is not your code's fault if it compiled above: check the cclab build";
+    return false;
+  }
+  const ChildOutcome o = run_in_child(
+      [&]() -> nlohmann::json {
+        std::string err;
+        void* f = load_student_symbol(probe_so, kBucketSymbol, &err);
+        if (!f) return {{"missing", true}};
+        return {{"bytes", reinterpret_cast<unsigned long long (*)(void)>(f)()}};
+      },
+      10, env.work_dir + "/bucket_bytes.log");
+  *hint = "keep `#define BUCKET_BYTES (...)` in " + std::string(kSource) +
+          " and use it as your bucket size (TODO 3): the grader reads it to run steps of several of your buckets";
+  if (o.status != ChildOutcome::kOk) {
+    *why = "reading BUCKET_BYTES: your library " + describe_outcome(o) + " when it was loaded";
+    return false;
+  }
+  if (o.result.value("missing", false) || !o.result.contains("bytes")) {
+    *why = std::string(kSource) + " compiles, but defines no BUCKET_BYTES";
+    return false;
+  }
+  const unsigned long long v = o.result["bytes"].get<unsigned long long>();
+  if (v < sizeof(float) || v > kMaxBucket) {
+    *why = "BUCKET_BYTES is " + std::to_string(v) + ": the grader takes " + std::to_string(sizeof(float)) +
+           " bytes (one float) to " + std::to_string(kMaxBucket >> 20) +
+           " MiB: the host checks run steps of two and a half of your buckets, and one bucket of the whole 16 MiB "
+           "step is 16 MiB";
+    *hint = "choose BUCKET_BYTES from 4 bytes to " + std::to_string(kMaxBucket >> 20) + " MiB (TODO 3)";
+    return false;
+  }
+  *bytes = static_cast<size_t>(v);
+  return true;
 }
 
 std::map<std::string, std::string> sim_env(const std::string& trace) {
@@ -375,16 +444,40 @@ std::vector<CheckResult> check_lab07(const LabEnv& env, const std::function<void
   };
   const std::string so = env.work_dir + "/train_step.so";
   CheckResult compiled = compile_student(env, {kSource}, so);
+  // The host checks' counts depend on BUCKET_BYTES: without a usable one, nothing runs.
+  size_t bucket_bytes = 0;
+  std::string not_built = "skipped: your code did not compile";
+  if (compiled.passed) {
+    std::string why, hint;
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool read = read_bucket_bytes(env, &bucket_bytes, &why, &hint);
+    compiled.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (read) {
+      const std::vector<size_t> counts = host_counts(bucket_bytes);
+      const size_t b = std::max<size_t>(1, bucket_bytes / sizeof(float));
+      compiled.detail += std::string(compiled.detail.empty() ? "" : "\n") + "BUCKET_BYTES " +
+                         std::to_string(bucket_bytes) + " (" + std::to_string(b) +
+                         " floats): the host checks' steps include two of your buckets (count " +
+                         std::to_string(2 * b) + ") and two and a half (count " +
+                         std::to_string(2 * b + ((b / 2) | 1)) + ")";
+    } else {
+      compiled.passed = false;
+      compiled.detail += std::string(compiled.detail.empty() ? "" : "\n") + why;
+      compiled.hint = hint;
+      not_built = "skipped: needs a BUCKET_BYTES the grader can read (above)";
+    }
+  }
   const bool built = compiled.passed;
   add(compiled);
+  const std::vector<size_t> counts = host_counts(bucket_bytes);
 
   int hung_at = 0;
   for (int n : {2, 3, 4}) {
     CheckResult c;
-    c.name = "host backend, " + std::to_string(n) + " ranks, " + std::to_string(host_counts().size()) + " steps";
+    c.name = "host backend, " + std::to_string(n) + " ranks, " + std::to_string(counts.size()) + " steps";
     if (!built || hung_at > 0) {
       c.skipped = true;
-      c.detail = !built ? "skipped: your code did not compile"
+      c.detail = !built ? not_built
                         : "skipped: your code hung with " + std::to_string(hung_at) + " ranks (above); fix that first";
       add(c);
       continue;
@@ -394,7 +487,7 @@ std::vector<CheckResult> check_lab07(const LabEnv& env, const std::function<void
     vars["CCLAB_STUCK_WARN"] = "1";
     vars["NCCL_DEBUG"] = "WARN";  // the count mismatches a receiving rank sees go to the log
     const ChildOutcome o =
-        run_in_child([&] { return run_child(so, n, host_counts(), false, false); }, t,
+        run_in_child([&] { return run_child(so, n, counts, false, false); }, t,
                      env.work_dir + "/host-" + std::to_string(n) + ".log", vars, kGraderEnvPrefixes);
     c.seconds = o.seconds;
     judge_run(env, o, n, false, &c);
@@ -410,7 +503,7 @@ std::vector<CheckResult> check_lab07(const LabEnv& env, const std::function<void
   double mine_us = 0;
   if (!built) {
     exact.skipped = true;
-    exact.detail = "skipped: your code did not compile";
+    exact.detail = not_built;
   } else {
     const std::vector<size_t> counts{kSimBytes / sizeof(float)};
     // The simulator ends a deadlock at once by itself: --timeout only shortens the host checks here.
