@@ -232,8 +232,15 @@ bool payload_type_supported(SimType t) {
 }
 
 // Rough count of slices a collective takes at step level (every rank, every channel), to pick the level.
-uint64_t estimate_slices(CollKind coll, size_t total_bytes, int nranks, int nch, int proto, AlgoKind algo) {
+// NVLS and NVLS-Tree: `nvls_loop` is the bytes one loop of a channel moves (heads x chunk, work_for's
+// chunk); a loop costs a rank 2 transfers of NVLS (its switch step, up and down) and about 6 of NVLS-Tree
+// (its reduce and broadcast roles' switch steps and tree sends), as the step level counts them
+// (dgx-h100 1 GiB NVLS: 16384; NVLS-Tree on 2 / 4 / 8 machines: 81920 / 425984 / 753664).
+uint64_t estimate_slices(CollKind coll, size_t total_bytes, int nranks, int nch, int proto, AlgoKind algo,
+                         double nvls_loop) {
   const double per_channel = static_cast<double>(total_bytes) / std::max(1, nch);
+  if ((algo == AlgoKind::kNvls || algo == AlgoKind::kNvlsTree) && nvls_loop > 0)
+    return static_cast<uint64_t>(std::ceil(per_channel / nvls_loop) * (algo == AlgoKind::kNvls ? 2 : 6) * nranks * nch);
   const double step = proto == kProtoSimple ? 512.0 * 1024 : (proto == kProtoLL ? 32.0 * 1024 : 600.0 * 1024);
   double steps_per_rank;
   if (algo == AlgoKind::kTree) {
@@ -312,11 +319,18 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     res.nthreads = ch.nthreads;
     res.predicted_us = ch.predicted_us;
     res.level = cfg_.level;
-    if (res.level == SimLevel::kAuto)  // a failure, a later change or jitter needs the step level (degrade.h)
-      res.level = !cfg_.payload && !cfg_.degrade.needs_step() && estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo) >
-                                       cfg_.step_limit
+    if (res.level == SimLevel::kAuto) {  // a failure, a later change or jitter needs the step level (degrade.h)
+      double nvls_loop = 0;
+      if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree)
+        nvls_loop = static_cast<double>(work_for(cfg_.coll, count, esize, cfg_.root, RedOpArg{cfg_.op, 0, nranks_}, ch)
+                                            .chunk_bytes) *
+                    (ch.algo == AlgoKind::kNvls ? nranks_ : static_cast<int>(nvls_groups_[0].size()));
+      res.level = !cfg_.payload && !cfg_.degrade.needs_step() &&
+                          estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo, nvls_loop) >
+                              cfg_.step_limit
                       ? SimLevel::kFlow
                       : SimLevel::kStep;
+    }
     if (cfg_.payload) fill_inputs(count);
     live_proto_ = ch.proto;
     const uint64_t before = transfers_;

@@ -361,7 +361,22 @@ TEST(Sim, FlowRunsNvlsAsTheStepLevel) {
     ASSERT_EQ(flow.links.size(), step.links.size()) << p.topo;
     for (const SimLinkLoad& l : flow.links) EXPECT_NEAR(l.bytes, at_step[l.name], 1e-6 * l.bytes) << l.name;
   }
-  // Past nvls_fluid_limit the occupancy rounds take over: documented within 3% here (-2.7%).
+    // `auto` counts NVLS-Tree's slices from its loops: 4 DGX H100 at 1 GiB (425,984 slices) is a flow-level
+  // run, 2 (81,920) a step-level one, single-machine NVLS at 8 GiB (131,072) too.
+  {
+    SimConfig a;
+    a.topo = "dgx-h100:4";
+    a.algo = "nvlstree";
+    a.min_bytes = a.max_bytes = size_t{1} << 30;
+    EXPECT_EQ(run_ok(a).sizes.at(0).level, SimLevel::kFlow);
+    a.topo = "dgx-h100:2";
+    EXPECT_EQ(run_ok(a).sizes.at(0).level, SimLevel::kStep);
+    a.topo = "dgx-h100";
+    a.algo = "nvls";
+    a.min_bytes = a.max_bytes = size_t{8} << 30;
+    EXPECT_EQ(run_ok(a).sizes.at(0).level, SimLevel::kStep);
+  }
+// Past nvls_fluid_limit the occupancy rounds take over: documented within 3% here (-2.7%).
   SimConfig cfg;
   cfg.topo = "dgx-h100:2";
   cfg.algo = "nvlstree";
