@@ -14,7 +14,9 @@
 // The event stream: the scatter and gather copies are local copies (kLocalCopy, no peer: no GPU-to-GPU
 // transfer); a head's step is recvReduceCopySend (AllReduce: load-reduce and multicast), recvReduceCopy
 // (ReduceScatter) or copySend (AllGather's multicast), with this rank as its peer - the switch is the
-// other end.
+// other end. NVLS-Tree's tree steps carry the switch as a side peer; after each, the schedule reports its
+// switch part the same way: recvReduceCopy (the load-reduce), copySend (the broadcast role's multicast),
+// recvReduceCopySend (both, at the root).
 //
 // One loop of the schedule moves nheads x chunk elements of the channel's share: part h (chunk elements)
 // belongs to head h. With s the channel's running NVLS step:
@@ -450,9 +452,15 @@ class NvlsSchedule {
     p.set_source(out, true);  // the local sum: already through the op's pre function (NVLS ops have none)
     const PrimKind prim = root ? PrimKind::kRecvReduceCopySend : t.ndown == 0 ? PrimKind::kSend : PrimKind::kRecvReduceSend;
     TreeSide side{this, true, root, su, sd, prim};
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
     if (root) p.template step_with<true, true, true, true>(side, lo, lo, cnt, true, prim);
     else if (t.ndown == 0) p.template step_with<false, true, true, false>(side, lo, 0, cnt, false, prim);
     else p.template step_with<true, true, true, false>(side, lo, 0, cnt, false, prim);
+    // The step's switch part as an event of its own, this rank its peer as NVLS's head steps: the
+    // load-reduce (recvReduceCopy), and at the root the multicast too (recvReduceCopySend).
+    if (obs && !p.aborted())
+      observe(w_.rank, w_.rank, su, root ? PrimKind::kRecvReduceCopySend : PrimKind::kRecvReduceCopy, cnt, t0, lo, t0);
     return !p.aborted();
   }
 
@@ -468,8 +476,11 @@ class NvlsSchedule {
                                              w_.coll, w_.op_count);
     const PrimKind prim = t.ndown == 0 ? PrimKind::kRecv : PrimKind::kRecvCopySend;
     TreeSide side{this, false, true, 0, sd, prim};
+    const bool obs = ex_.observing();
+    const double t0 = obs ? ex_.now_us() : 0.0;
     if (t.ndown == 0) p.template step_with<true, false, false, true>(side, 0, lo, cnt, false, prim);
     else p.template step_with<true, true, false, true>(side, 0, lo, cnt, false, prim);
+    if (obs && !p.aborted()) observe(w_.rank, w_.rank, sd, PrimKind::kCopySend, cnt, t0, lo, t0);  // the multicast
     return !p.aborted();
   }
 

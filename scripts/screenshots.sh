@@ -150,6 +150,10 @@ case "${1:-}" in
     "$cclab" sim all_reduce --topo dgx-h100 -b 64M -e 64M --algo nvls --level step \
       --trace "$tmp/nvls.cctrace" --no-progress >/dev/null
     nvls="$tmp/nvls.cctrace"
+    # NVLS-Tree on two DGX H100 (each machine's switch, trees across the NICs: docs/visualiser.md).
+    "$cclab" sim all_reduce --topo dgx-h100:2 -b 64M -e 64M --algo nvlstree --level step \
+      --trace "$tmp/nvlstree.cctrace" --no-progress >/dev/null
+    nvlstree="$tmp/nvlstree.cctrace"
     ring="$tmp/ring.cctrace" tree="$tmp/tree.cctrace"
     curves=("$tmp/ring-dgx-h100.csv" "$tmp/tree-dgx-h100x4.json")
     ;;
@@ -188,6 +192,9 @@ shot viz-channels-tree "$tree" --view channels --at 40% --channel 0
 if [[ -n "${nvls:-}" ]]; then
   shot viz-nvls-timeline "$nvls" --view timeline --at 50%
   shot viz-nvls-topology "$nvls" --view topology --at 50%
+fi
+if [[ -n "${nvlstree:-}" ]]; then
+  shot viz-nvlstree-topology "$nvlstree" --view topology --at 50%
 fi
 if ((${#curves[@]})); then
   args=()

@@ -633,6 +633,40 @@ TEST(Sim, NvlsTreeTwoDgxH100) {
   EXPECT_LT(r.sizes[0].busbw, 600.0);
 }
 
+// NVLS-Tree's switch work is in the event stream: each head step through the switch is also an event
+// with the rank as its own peer, as NVLS's (the visualiser and trace::compute_link_load put those on the
+// GPUs' switch links): a load-reduce (recvReduceCopy) on every head with a parent, a multicast (copySend)
+// from its broadcast role, both at once (recvReduceCopySend) at the root. So on every rank and channel
+// the loads and the multicasts are as many, and each part of the buffer is reduced once per machine.
+TEST(Sim, NvlsTreeSwitchStepsAreEvents) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100:2";
+  cfg.algo = "nvlstree";
+  cfg.min_bytes = cfg.max_bytes = size_t{4} << 20;
+  cfg.level = SimLevel::kStep;
+  cfg.record_events = true;
+  const SimResult r = run_ok(cfg);
+  ASSERT_EQ(r.sizes.size(), 1u);
+  ASSERT_EQ(r.sizes[0].algo, AlgoKind::kNvlsTree);
+  std::map<std::pair<int, int>, std::pair<int, int>> per;  // (rank, channel) -> (loads, multicasts)
+  uint64_t reduced = 0;
+  for (const StepRecord& e : r.events) {
+    if (e.send_peer != e.rank || e.recv_peer != e.rank) continue;
+    const bool load = e.prim == PrimKind::kRecvReduceCopy || e.prim == PrimKind::kRecvReduceCopySend;
+    const bool mc = e.prim == PrimKind::kCopySend || e.prim == PrimKind::kRecvReduceCopySend;
+    auto& c = per[{e.rank, e.channel}];
+    c.first += load;
+    c.second += mc;
+    if (load) reduced += e.bytes;
+  }
+  EXPECT_EQ(per.size(), static_cast<size_t>(r.nranks * r.sizes[0].nchannels));
+  for (const auto& kv : per) {
+    EXPECT_GT(kv.second.first, 0) << "rank " << kv.first.first << " channel " << kv.first.second;
+    EXPECT_EQ(kv.second.first, kv.second.second) << "rank " << kv.first.first << " channel " << kv.first.second;
+  }
+  EXPECT_EQ(reduced, 2 * r.sizes[0].bytes);  // each machine's heads reduce the whole buffer once
+}
+
 // nccl-tests -g G: one thread issues every iteration on G GPUs, so an iteration lasts at least G x the host's
 // issue cost (host_issue + host_issue.per_channel x channels); where the GPUs are slower the host is hidden.
 TEST(Sim, HostIssueCostBoundsAnIterationPerGpuOfTheThread) {
