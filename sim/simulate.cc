@@ -464,9 +464,14 @@ bool validate(const SimConfig& cfg, std::string* error) {
       c != CollKind::kBroadcast && c != CollKind::kReduce)
     return fail("collective: only all_reduce, all_gather, reduce_scatter, broadcast, reduce and the point-to-point "
                 "patterns (alltoall, gather, scatter, sendrecv) are simulated");
-  if (cfg.op != RedOpKind::kSum && cfg.op != RedOpKind::kProd && cfg.op != RedOpKind::kMax &&
-      cfg.op != RedOpKind::kMin)
-    return fail("op: the simulator runs sum, prod, max and min");
+  // avg (ncclAvg) and mulsum (a pre-multiplied sum) time as NCCL runs them (the same data loops; no NVLS,
+  // no PAT ReduceScatter: World::choose); payload mode checks the four plain reductions only.
+  const bool plain_op = cfg.op == RedOpKind::kSum || cfg.op == RedOpKind::kProd || cfg.op == RedOpKind::kMax ||
+                        cfg.op == RedOpKind::kMin;
+  if (!plain_op && cfg.op != RedOpKind::kSumPostDiv && cfg.op != RedOpKind::kPreMulSum)
+    return fail("op: the simulator runs sum, prod, max, min, avg and mulsum");
+  if (!plain_op && cfg.payload)
+    return fail("op: payload mode checks sum, prod, max and min (avg and mulsum run timing-only)");
   if (cfg.payload && !payload_type_supported(cfg.type))
     return fail(std::string("type ") + sim_type_name(cfg.type) +
                 ": payload mode runs int8, half, bfloat16, float, int32 and double");

@@ -9,7 +9,7 @@
  * This code compiles and runs, but it has three bugs, each a classic (README.md, steps 1 to 3):
  *   TODO 1: a rank never joins a collective: the step hangs.
  *   TODO 2: the ranks call mismatched collectives: wrong sums, or a size mismatch, depending on count.
- *   TODO 3: it is slow: thousands of tiny collectives, each paying the latency of a whole all_reduce. */
+ *   TODO 3: it is slow: hundreds of tiny collectives, each paying the latency of a whole all_reduce. */
 #include "train_step.h"
 
 #define TRY(call)                            \

@@ -806,7 +806,7 @@ std::string sim_usage() {
          "  -w, --warmup_iters N     untimed iterations first (default 0)\n"
          "  -d, --datatype TYPE      int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16,\n"
          "                           f8e4m3, f8e5m2 (default float)\n"
-         "  -o, --op OP              sum, prod, max, min, avg, mulsum (default sum)\n"
+         "  -o, --op OP              sum, prod, max, min, avg, mulsum (default sum; avg and mulsum timing-only)\n"
          "  -r, --root N             root rank of broadcast and reduce (default 0)\n"
          "  -c, --check 0|1          1: move real bytes and check the results (the same as --payload); 0: not\n"
          "  -t, --nthreads N, -g, --ngpus N, --nprocs N\n"

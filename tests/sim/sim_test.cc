@@ -633,6 +633,34 @@ TEST(Sim, NvlsTreeTwoDgxH100) {
   EXPECT_LT(r.sizes[0].busbw, 600.0);
 }
 
+// avg and mulsum (nccl-tests' -o avg / mulsum) are timed as NCCL runs them: the same data loops, but no
+// NVLS (no multimem reduction scales) and no PAT ReduceScatter; payload mode refuses them with a reason.
+TEST(Sim, ScalingOpsRunTimingOnly) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100";
+  cfg.min_bytes = cfg.max_bytes = size_t{64} << 20;
+  cfg.op = RedOpKind::kSum;
+  EXPECT_EQ(run_ok(cfg).sizes.at(0).algo, AlgoKind::kNvls);
+  cfg.op = RedOpKind::kSumPostDiv;
+  const SimResult avg = run_ok(cfg);
+  EXPECT_EQ(avg.sizes.at(0).algo, AlgoKind::kRing);
+  cfg.algo = "ring";
+  cfg.op = RedOpKind::kSum;
+  EXPECT_NEAR(run_ok(cfg).sizes.at(0).time_us, avg.sizes.at(0).time_us, 1e-9 * avg.sizes.at(0).time_us);
+  cfg.algo = "";
+  cfg.topo = "pcie-1gpu:8";
+  cfg.coll = CollKind::kReduceScatter;
+  cfg.min_bytes = cfg.max_bytes = size_t{64} << 10;  // where NCCL's tuner picks PAT for a plain sum
+  EXPECT_EQ(run_ok(cfg).sizes.at(0).algo, AlgoKind::kPat);
+  cfg.op = RedOpKind::kPreMulSum;
+  EXPECT_EQ(run_ok(cfg).sizes.at(0).algo, AlgoKind::kRing);
+  cfg.payload = true;
+  SimResult r;
+  std::string err;
+  EXPECT_FALSE(simulate(cfg, &r, &err));
+  EXPECT_NE(err.find("payload mode checks sum, prod, max and min"), std::string::npos) << err;
+}
+
 // NVLS-Tree's switch work is in the event stream: each head step through the switch is also an event
 // with the rank as its own peer, as NVLS's (the visualiser and trace::compute_link_load put those on the
 // GPUs' switch links): a load-reduce (recvReduceCopy) on every head with a parent, a multicast (copySend)

@@ -344,10 +344,9 @@ std::vector<CheckResult> check_lab06(const LabEnv& env, const std::function<void
                    "more than " + format_double(kCostTolerance * 100, 0) + "% less (it searched every allowed design "
                    "in order of cost, simulating those whose NICs could move the bytes in time)";
         c.hint = "your all_reduce takes " + ms(my_row.time_us) + " of the " + ms(kTargetUs) +
-                 " allowed: which parts of the network does it not need? Look at which links carry its bytes "
-                 "(cclab sim all_reduce --topo dgx-h100:4 -b 64M --links 40: do any go through the spine?), and "
-                 "at what fewer or faster NIC ports give (README, steps 3-5); cclab lab run 06 prices and simulates a "
-                 "design";
+                 " allowed: which parts of the network does it not need? cclab lab run 06 prices and simulates "
+                 "your design and sums its bytes on the network's links by tier: does any cross the spine (leaf -> "
+                 "spine)? Then look at what fewer or faster NIC ports give (README, steps 3-5)";
       }
     }
     add(c);

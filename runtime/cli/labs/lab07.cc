@@ -210,12 +210,14 @@ bool mentions_mismatch(const std::string& e) {
 const char* kHangHint =
     "a rank waits in a collective that another rank never calls. Every rank must call the same "
     "collectives, in the same order, with the same counts: is a nccl call inside an `if` that only some "
-    "ranks take (TODO 1)? The stuck-wait line (the log above, or CCLAB_STUCK_WARN=3 cclab lab run 07) names "
-    "the rank that waits and the rank it waits for: look at what that rank did instead";
+    "ranks take (TODO 1)? The stuck-wait line (the log above, or CCLAB_DOCTOR=0 CCLAB_TIMEOUT=6 cclab lab run "
+    "07 --ranks 2 --size 4) names the rank that waits and the rank it waits for: look at what that rank did "
+    "instead";
 const char* kMismatchHint =
     "the ranks' collectives do not match: one rank's k-th ncclAllReduce has another count, or reduces "
     "another bucket, than another rank's k-th. With equal counts the averages come out wrong; with "
-    "different counts the ranks wait for each other. Every rank must walk the buckets in the same order "
+    "different counts the call fails at once (the receiver sees a slice of another size: bytes, where the "
+    "COLL lines count elements). Every rank must walk the buckets in the same order "
     "(TODO 2); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL cclab lab run 07 prints each rank's calls with "
     "their counts";
 const char* kWrongHint =
