@@ -226,6 +226,19 @@ class SimExec {
   std::vector<ReplayOp>* rec_ = nullptr;    // recording pass: the actions
   bool rec_inflight_ = false;               // recording: the step started a data loop or transfer
   void record(ReplayKind k, uint32_t idx, uint64_t val) { rec_->push_back(ReplayOp{k, idx, val}); }
+  // Counting: the connection in per_peer slot `slot` carries `bytes` more, in one more slice.
+  void tally(int slot, double bytes) {
+    Count& k = (*counting_)[slot];
+    k.bytes += bytes;
+    ++k.slices;
+  }
+  // Counting without recording: the step's data loop is only counted, never run (true: nothing more to do).
+  bool counted_only() {
+    if (rec_ != nullptr) return false;
+    pending_bytes_ = 0;
+    last_dst_ = nullptr;
+    return true;
+  }
 };
 
 // Wire bytes of `payload` bytes in protocol `proto` (NCCL's formats: LL 16-byte lines of 8 payload

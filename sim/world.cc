@@ -72,11 +72,7 @@ void SimExec::start_loop() {
 // deferred posts happen. One sequence for both back ends, so the flow level's recording is what the
 // step level does.
 void SimExec::flush() {
-  if (counting_ != nullptr && rec_ == nullptr) {
-    pending_bytes_ = 0;
-    last_dst_ = nullptr;
-    return;
-  }
+  if (counting_ != nullptr && counted_only()) return;
   start_loop();
   if (rec_ != nullptr) {
     // A switch step also pays nvls_step_us (ReplayTask::switch_overhead), as below.
@@ -160,14 +156,8 @@ void SimExec::post(ConnCounter* c, uint64_t value) {
 void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
   const double bytes = wire_bytes(proto_, payload_bytes);
   if (counting_ != nullptr) {
-    SimExec::Count& k = (*counting_)[send.peer];
-    k.bytes += bytes;
-    ++k.slices;
-    if (rec_ == nullptr) {
-      pending_bytes_ = 0;
-      last_dst_ = nullptr;
-      return;
-    }
+    tally(send.peer, bytes);
+    if (counted_only()) return;
   }
   sent_ = true;
   if (bytes <= 0) return;
@@ -198,17 +188,9 @@ void SimExec::nvls_switch(double up, double down, double reduce) {
     part[kSwitchUp] = up;
     part[kSwitchDown] = down;
     part[kSwitchReduce] = reduce;
-    for (int k = 0; k < kSwitchParts; ++k) {
-      if (!(part[k] > 0)) continue;
-      SimExec::Count& c = (*counting_)[n + k];
-      c.bytes += part[k];
-      ++c.slices;
-    }
-    if (rec_ == nullptr) {
-      pending_bytes_ = 0;
-      last_dst_ = nullptr;
-      return;
-    }
+    for (int k = 0; k < kSwitchParts; ++k)
+      if (part[k] > 0) tally(n + k, part[k]);
+    if (counted_only()) return;
     sent_ = true;
     switch_step_ = true;
     start_loop();
