@@ -208,6 +208,21 @@ SimResult run_ok(const SimConfig& cfg) {
   return r;
 }
 
+// The same run at step level and at flow level, one size each.
+struct StepAndFlow {
+  SimResult step, flow;
+};
+StepAndFlow at_both_levels(SimConfig cfg) {
+  StepAndFlow out;
+  cfg.level = SimLevel::kStep;
+  out.step = run_ok(cfg);
+  cfg.level = SimLevel::kFlow;
+  out.flow = run_ok(cfg);
+  EXPECT_EQ(out.step.sizes.size(), 1u);
+  EXPECT_EQ(out.flow.sizes.size(), 1u);
+  return out;
+}
+
 // Several loops of the ring per channel with Simple's 2 MiB chunks: 4 ranks x 2 MiB = 8 MiB a loop,
 // 20 MiB a channel.
 TEST(Sim, PayloadManyLoops) {
@@ -267,10 +282,7 @@ TEST(Sim, FlowAgreesWithStep) {
     cfg.algo = p.algo;
     cfg.proto = p.proto;
     cfg.min_bytes = cfg.max_bytes = p.bytes;
-    cfg.level = SimLevel::kStep;
-    const SimResult step = run_ok(cfg);
-    cfg.level = SimLevel::kFlow;
-    const SimResult flow = run_ok(cfg);
+    const auto [step, flow] = at_both_levels(cfg);
     ASSERT_EQ(step.sizes.size(), 1u);
     ASSERT_EQ(flow.sizes.size(), 1u);
     EXPECT_EQ(step.sizes[0].level, SimLevel::kStep);
@@ -344,10 +356,7 @@ TEST(Sim, FlowRunsNvlsAsTheStepLevel) {
     cfg.coll = p.coll;
     cfg.algo = p.algo;
     cfg.min_bytes = cfg.max_bytes = p.bytes;
-    cfg.level = SimLevel::kStep;
-    const SimResult step = run_ok(cfg);
-    cfg.level = SimLevel::kFlow;
-    const SimResult flow = run_ok(cfg);
+    const auto [step, flow] = at_both_levels(cfg);
     ASSERT_EQ(step.sizes.size(), 1u);
     ASSERT_EQ(flow.sizes.size(), 1u);
     EXPECT_EQ(flow.sizes[0].level, SimLevel::kFlow);
@@ -376,7 +385,7 @@ TEST(Sim, FlowRunsNvlsAsTheStepLevel) {
     a.min_bytes = a.max_bytes = size_t{8} << 30;
     EXPECT_EQ(run_ok(a).sizes.at(0).level, SimLevel::kStep);
   }
-// Past nvls_fluid_limit the occupancy rounds take over: documented within 3% here (-2.7%).
+  // Past nvls_fluid_limit the occupancy rounds take over: documented within 3% here (-2.7%).
   SimConfig cfg;
   cfg.topo = "dgx-h100:2";
   cfg.algo = "nvlstree";
