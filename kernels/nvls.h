@@ -2,9 +2,12 @@
 // reduces and multicasts (NCCL 2.28.9's RunWorkColl<..., NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>, one machine),
 // written once for every executor, like ring.h and tree.h.
 //
-// The memory. On each channel every rank owns an NVLS region: for each head h (every rank of the machine
-// is the head of one part of each chunk) two FIFOs of NCCL_STEPS slots - the reduce FIFO, into which
-// every rank scatters its input's part h, and the broadcast FIFO, into which head h multicasts the result.
+// The memory. On each channel every rank owns an NVLS region: for each head h two FIFOs of NCCL_STEPS
+// slots - the reduce FIFO, into which every rank scatters its input's part h, and the broadcast FIFO, into
+// which head h multicasts the result. The heads are the group's first nheads ranks (NCCL's nvls.nHeads:
+// the NVLS graph's channels, min(32, GPUs) on one machine, a GPU per NIC across machines); on a machine of
+// up to 32 GPUs with a NIC each every rank is a head, on a 72-GPU NVLink domain 32 of them are. Every rank,
+// head or not, scatters into and gathers from every head.
 // NCCL maps the same offset of every rank's region into one multicast object (nvls.cc: ucBuff/mcBuff,
 // credits in ucCredit/mcCredit): a multimem load of a multicast address returns the reduction of the
 // value at that offset over every rank (multimem.ld_reduce), a multimem store writes every rank's copy
@@ -24,7 +27,7 @@
 //   scatter   every rank: for each head h, wait until head h has freed slot s of its reduce FIFO (the
 //             head counter of this rank's copy, which h writes with a multicast store), copy input part h
 //             into this rank's copy, post this rank's copy's tail;
-//   reduce    head me: wait until every rank's copy of its reduce FIFO holds step s (NCCL reads the tail
+//   reduce    head me (ranks that are no head skip it): wait until every rank's copy of its reduce FIFO holds step s (NCCL reads the tail
 //             through the multicast address with a min reduction: NCCL_NVLS_MIN_POLL) and every rank
 //             has drained slot s of its broadcast FIFO; load-reduce the slot over the group, multicast
 //             the result into slot s of the broadcast FIFO (AllReduce; ReduceScatter writes it to the
@@ -33,7 +36,8 @@
 //             part into the output, post its copy's head.
 //
 //   AllGather has no reduction: each rank multicasts its own input chunk into its broadcast FIFO (it is
-//   the head of its own data) and gathers every rank's chunk.
+//   the head of its own data) and gathers every rank's chunk. ReduceScatter and AllGather need every rank
+//   a head (NCCL runs them by NVLS only up to NCCL_MAX_NVLS_ARITY ranks per machine).
 //
 // NCCL runs the three roles on separate warps of one block, concurrently. run_nvls_channel takes the
 // roles to run: all three (the host and block executors, one after the other per loop, which works
@@ -60,9 +64,9 @@
 // block executor uses the multimem PTX (kernels/cuda/multimem.h).
 //
 // NVLS-Tree (NCCL's RunWorkColl<AllReduce, ..., NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE>): AllReduce across
-// NVSwitch machines. The NVLS group is one machine's ranks (NvlsConn: the machine's ranks in head order,
-// every rank the head of one part, as on a machine with a NIC per GPU); the heads of part h on every
-// machine form the channel's tree (NCCL's nvls.treeUp / treeDown: tree c % 2 of the double binary tree
+// NVSwitch machines. The NVLS group is one machine's ranks (NvlsConn: its heads in head order - the GPUs
+// the NVLS search paired with a NIC - then the others); the heads of part h on every machine form the
+// channel's tree (NCCL's nvls.treeUp / treeDown: tree c % 2 of the double binary tree
 // over machines, NvlsTreeConns), over ordinary connections (Primitives, ProtoSimple<1,1>). Per loop:
 //
 //   scatter   as NVLS;
@@ -95,8 +99,10 @@
 
 namespace cclab {
 
-// NCCL_MAX_NVLS_ARITY: ranks of one multicast group.
-constexpr int kMaxNvlsRanks = 32;
+// Ranks of one multicast group (NCCL_MAX_LOCAL_RANKS: a machine's ranks, 72 in an NVL72 rack) and heads
+// (NCCL_MAX_NVLS_ARITY).
+constexpr int kMaxNvlsRanks = 72;
+constexpr int kMaxNvlsHeads = 32;
 
 // The roles of the schedule (NCCL's scatter, reduce, gather and, for NVLS-Tree, broadcast warps), as a mask.
 constexpr int kNvlsScatter = 1, kNvlsReduce = 2, kNvlsGather = 4, kNvlsBcast = 8, kNvlsAllRoles = 15;
@@ -118,8 +124,9 @@ CCLAB_HD inline int nvls_tree_of_channel(int c) { return c % 2; }
 
 // One rank's view of one channel's NVLS memory.
 struct NvlsConn {
-  int nranks = 0;                     // ranks of the group = heads
-  int rank = 0;                       // this rank (= the head it is)
+  int nranks = 0;                     // ranks of the group
+  int nheads = 0;                     // its heads: ranks 0 .. nheads-1 of the group, head h = rank h
+  int rank = 0;                       // this rank in the group (the head it is, if below nheads)
   int step_bytes = 0;                 // bytes per FIFO slot (NCCL_NVLS_CHUNKSIZE)
   char* uc[kMaxNvlsRanks] = {};       // every rank's region, as this rank reaches it
   char* mc = nullptr;                 // the multicast address of the regions (GPU with multimem), or null
@@ -127,14 +134,17 @@ struct NvlsConn {
   // ReduceScatter advance them) and of the broadcast FIFOs (AllReduce and AllGather).
   uint64_t step_up = 0;
   uint64_t step_down = 0;
+  // AllReduce: bytes of the running loop over all heads (the simulator charges a head's step with its own
+  // link's share of the loop: its part of every head's load-reduce and multicast).
+  uint64_t loop_bytes = 0;
 };
 
 // Bytes of one FIFO (header, then NCCL_STEPS slots), of one rank's region, and where FIFOs lie in it.
 CCLAB_HD inline size_t nvls_fifo_bytes(int step_bytes) {
   return kFifoDataOffset + static_cast<size_t>(kNcclSteps) * static_cast<size_t>(step_bytes);
 }
-CCLAB_HD inline size_t nvls_region_bytes(int nranks, int step_bytes) {
-  return 2 * static_cast<size_t>(nranks) * nvls_fifo_bytes(step_bytes);
+CCLAB_HD inline size_t nvls_region_bytes(int nheads, int step_bytes) {
+  return 2 * static_cast<size_t>(nheads) * nvls_fifo_bytes(step_bytes);
 }
 // The FIFO of head h: the reduce FIFO (bcast false) or the broadcast FIFO.
 CCLAB_HD inline size_t nvls_fifo_off(int head, bool bcast, int step_bytes) {
@@ -248,7 +258,8 @@ class NvlsSchedule {
     if (chunk > slot) chunk = slot;
     chunk = chunk / grain * grain;
     if (chunk == 0) chunk = grain;
-    const int n = c_.nranks;
+    const int n = c_.nheads;
+    c_.loop_bytes = 0;
     if (w_.coll == CollKind::kAllReduce) {
       const size_t loop = chunk * static_cast<size_t>(n);
       for (size_t o = 0; o < r.size(); o += loop) {
@@ -354,13 +365,17 @@ class NvlsSchedule {
   CCLAB_HD bool all_reduce_loop(size_t base, size_t rem, size_t part) {
     const T* in = static_cast<const T*>(w_.send);
     T* out = static_cast<T*>(w_.recv);
-    const int n = c_.nranks, me = c_.rank;
+    const int n = c_.nheads, me = c_.rank;
+    const bool head = me < n;
     const uint64_t su = c_.step_up, sd = c_.step_down;
+    c_.loop_bytes = rem * sizeof(T);
     for (int h = 0; h < n && (roles_ & kNvlsScatter); ++h) {
       const size_t lo = base + part * static_cast<size_t>(h);
       if (!scatter(h, in + lo, part_count(rem, part, h), su, lo)) return false;
     }
-    if (tree_ != nullptr) {
+    if (!head) {
+      // No part to reduce: this rank's scatter and gather only.
+    } else if (tree_ != nullptr) {
       if ((roles_ & kNvlsReduce) && !tree_reduce(base, rem, part, su, sd)) return false;
       if ((roles_ & kNvlsBcast) && tree_->up_recv != nullptr && !tree_bcast(base, rem, part, sd)) return false;
     } else if (roles_ & kNvlsReduce) {
@@ -371,7 +386,8 @@ class NvlsSchedule {
       if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceCopySend)) return false;
       if (!wait_bcast_credit(down, sd, PrimKind::kRecvReduceCopySend)) return false;
       const double td = obs ? ex_.now_us() : 0.0;
-      if (cnt > 0) ex_.mc_ld_reduce_st(op_, c_, nvls_slot_off(up, su, sb_), nvls_slot_off(down, sd, sb_), cnt, true);
+      // An empty part too: the simulator charges the head's link with its share of the loop.
+      ex_.mc_ld_reduce_st(op_, c_, nvls_slot_off(up, su, sb_), nvls_slot_off(down, sd, sb_), cnt, true);
       publish(down, cnt, sd);
       ex_.mc_post(c_, nvls_head_off(up), su + 1);
       if (obs) observe(me, me, su, PrimKind::kRecvReduceCopySend, cnt, t0, lo, td);
@@ -392,7 +408,7 @@ class NvlsSchedule {
     const double t0 = obs ? ex_.now_us() : 0.0;
     if (!wait_bcast_credit(down, sd, PrimKind::kCopySend)) return false;
     const double td = obs ? ex_.now_us() : 0.0;
-    if (cnt > 0) ex_.mc_st(op_, c_, nvls_slot_off(down, sd, sb_), res, cnt);
+    ex_.mc_st(op_, c_, nvls_slot_off(down, sd, sb_), res, cnt);  // an empty part too (as above)
     publish(down, cnt, sd);
     if (obs) observe(w_.rank, -1, sd, PrimKind::kCopySend, cnt, t0, lo, td);
     return true;
@@ -412,7 +428,7 @@ class NvlsSchedule {
       return !store_result || s->wait_bcast_credit(s->fifo(s->c_.rank, true), sd, prim);
     }
     CCLAB_HD void load(size_t off, size_t n) {
-      if (load_sum && n > 0) {
+      if (load_sum) {  // an empty part too (as above)
         s->ex_.mc_ld_reduce(s->op_, static_cast<T*>(s->w_.recv) + off, s->c_,
                             nvls_slot_off(s->fifo(s->c_.rank, false), su, s->sb_), n, false);
         s->ex_.mc_sync();
@@ -422,7 +438,7 @@ class NvlsSchedule {
       if (store_result) {
         s->ex_.mc_sync();
         const size_t down = s->fifo(s->c_.rank, true);
-        if (n > 0) s->ex_.mc_st(s->op_, s->c_, nvls_slot_off(down, sd, s->sb_), static_cast<const T*>(s->w_.recv) + off, n);
+        s->ex_.mc_st(s->op_, s->c_, nvls_slot_off(down, sd, s->sb_), static_cast<const T*>(s->w_.recv) + off, n);
         s->publish(down, n, sd);
       }
       if (load_sum) s->ex_.mc_post(s->c_, nvls_head_off(s->fifo(s->c_.rank, false)), su + 1);
@@ -442,7 +458,7 @@ class NvlsSchedule {
       // A tree of one machine (NCCL runs NVLS there instead): the local sum is the result.
       const size_t up = fifo(me, false);
       if (!wait_parts(up, cnt, su, PrimKind::kRecvReduceCopy)) return false;
-      if (cnt > 0) ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, su, sb_), cnt, true);
+      ex_.mc_ld_reduce(op_, out + lo, c_, nvls_slot_off(up, su, sb_), cnt, true);
       ex_.mc_post(c_, nvls_head_off(up), su + 1);
       return tree_multicast(out + lo, lo, cnt, sd);
     }
@@ -550,12 +566,14 @@ CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int 
   if (w.coll != CollKind::kAllReduce && w.coll != CollKind::kAllGather && w.coll != CollKind::kReduceScatter)
     return false;
   if (conn.nranks != w.nranks || conn.rank != w.rank || conn.step_bytes <= 0) return false;
+  if (conn.nheads < 1 || conn.nheads > conn.nranks || conn.nheads > kMaxNvlsHeads) return false;
+  if (w.coll != CollKind::kAllReduce && conn.nheads != conn.nranks) return false;  // every rank a head
   NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles);
   return s.run();
 }
 
 // Runs channel `channel` of NVLS-Tree AllReduce w on this rank: `conn` is its machine's NVLS group (this
-// rank = head conn.rank), `tree` its connections on the channel's tree of machines; the roles in `roles`
+// rank = group rank conn.rank, a head if below conn.nheads), `tree` its connections (a head's) on the channel's tree of machines; the roles in `roles`
 // (kNvlsAllRoles: the whole schedule, scatter, reduce, bcast, gather per loop). Returns false if the
 // executor stopped or the work is not an AllReduce.
 template <typename T, typename Exec>
@@ -563,6 +581,7 @@ CCLAB_HD bool run_nvls_tree_channel(Exec& ex, const CollWork& w, NvlsConn& conn,
                                     int channel, int roles = kNvlsAllRoles) {
   const RedOp<T> op(w.redop);
   if (w.coll != CollKind::kAllReduce || conn.nranks < 1 || conn.nranks > w.nranks || conn.step_bytes <= 0) return false;
+  if (conn.nheads < 1 || conn.nheads > conn.nranks || conn.nheads > kMaxNvlsHeads) return false;
   if (tree.ndown < 0 || tree.ndown > kMaxNvlsTreeArity) return false;
   NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles, &tree);
   return s.run();

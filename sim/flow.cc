@@ -211,7 +211,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   }
   for (auto& kv : nvls_mem_)  // NVLS: every rank's copy of every head's FIFO counters
     for (size_t r = 0; r < kv.second.region.size(); ++r)
-      for (int h = 0; h < kv.second.view[r].nranks; ++h)
+      for (int h = 0; h < kv.second.view[r].nheads; ++h)
         for (bool b : {false, true}) {
           const ConnFifoHeader* hdr =
               reinterpret_cast<const ConnFifoHeader*>(kv.second.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
@@ -233,6 +233,10 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     ex.flush();
     for (int p = 0; p < nslots; ++p) {
       if (per_peer[p].bytes <= 0) continue;
+      if (p >= nranks_ + SimExec::kSwitchFlows) {  // the group's other ranks' link bytes: no flow
+        add_nvls_others_bytes(t.w.rank, p - nranks_ == SimExec::kSwitchOthersUp, per_peer[p].bytes);
+        continue;
+      }
       transfers += per_peer[p].slices;
       // Tasks that share a connection (NVLS's roles of one rank and channel all use its switch link) share
       // one flow, which carries all their bytes.
@@ -307,7 +311,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     ex.set_recording(&per_peer, &rt.ops);
     run_task(ex, t);
     ex.flush();
-    for (int p = 0; p < nslots; ++p) {
+    for (int p = 0; p < nranks_ + SimExec::kSwitchFlows; ++p) {
       if (per_peer[p].bytes <= 0) continue;
       auto it = flow_of.find(std::make_tuple(t.channel, t.w.rank, p));
       if (it == flow_of.end()) {

@@ -72,8 +72,18 @@ class SimExec {
   };
   // The counts are by peer rank, then (NVLS) the switch's parts of this rank's steps: per_peer[nranks +
   // kSwitchUp] the bytes up its link to the switch, kSwitchDown the bytes back, kSwitchReduce the bytes its
-  // switch port reduces. A recording names them the same way (kXfer to "rank" nranks + part).
-  enum SwitchPart : int { kSwitchUp = 0, kSwitchDown = 1, kSwitchReduce = 2, kSwitchParts = 3 };
+  // switch port reduces. A recording names them the same way (kXfer to "rank" nranks + part). The last two
+  // are no flows, only the link bytes of each rank of the group that is no head (kSwitchOthersUp: what
+  // each sends up, kSwitchOthersDown: what each receives), whose time the head's parts stand in for.
+  enum SwitchPart : int {
+    kSwitchUp = 0,
+    kSwitchDown = 1,
+    kSwitchReduce = 2,
+    kSwitchFlows = 3,
+    kSwitchOthersUp = 3,
+    kSwitchOthersDown = 4,
+    kSwitchParts = 5
+  };
   void set_counting(std::vector<Count>* per_peer) { counting_ = per_peer; }
   // The flow level's recording pass (replay.h): as counting, and also appends every action a step-level
   // SimExec would take to *ops, and posts set their counters (so the FIFOs' state after the collective
@@ -133,7 +143,13 @@ class SimExec {
 
   void wire(const ConnInfo& send, size_t payload_bytes);
 
-  // NVLS's multimem operations (kernels/nvls.h).
+  // NVLS's multimem operations (kernels/nvls.h), as the head's switch step. Over a loop of the schedule
+  // (L bytes over all heads) every rank's link to the switch carries L each way (its part of every
+  // head's load-reduce up, every head's multicast down), and a head's own part b more (its multicast up,
+  // its load-reduce's sum down). Each head takes one switch step per loop, which carries its own link's
+  // L + b (L alone: NVLS-Tree's separate load-reduce and multicast), so that the heads' links, the
+  // busiest, take the loop's time; a rank that is no head gets its b each way per head step counted on
+  // its links (kSwitchOthers*), not timed. AllGather (every rank a head, no loop bytes): L = heads x b.
   template <typename T>
   void mc_ld_reduce(const RedOp<T>& op, T* dst, const NvlsConn& c, size_t off, size_t n, bool post) {
     if (moves_data()) {
@@ -141,7 +157,7 @@ class SimExec {
       nvls_emulate_ld_reduce(d, op, dst, c, off, n, post);
     }
     const double b = static_cast<double>(n * sizeof(T));
-    nvls_switch(c.nranks * b, b, b);
+    nvls_switch(loop_share(c, b), b, b, b, 0);
   }
   template <typename T>
   void mc_st(const RedOp<T>& op, const NvlsConn& c, size_t off, const T* src, size_t n) {
@@ -150,7 +166,7 @@ class SimExec {
       nvls_emulate_st(d, op, c, off, src, n);
     }
     const double b = static_cast<double>(n * sizeof(T));
-    nvls_switch(b, c.nranks * b, 0);
+    nvls_switch(b, loop_share(c, b), 0, 0, b);
   }
   template <typename T>
   void mc_ld_reduce_st(const RedOp<T>& op, const NvlsConn& c, size_t src_off, size_t dst_off, size_t n, bool post) {
@@ -159,7 +175,11 @@ class SimExec {
       nvls_emulate_ld_reduce_st(d, op, c, src_off, dst_off, n, post);
     }
     const double b = static_cast<double>(n * sizeof(T));
-    nvls_switch((c.nranks + 1) * b, (c.nranks + 1) * b, b);
+    const double l = loop_share(c, b);
+    nvls_switch(l + b, l + b, b, b, b);
+  }
+  static double loop_share(const NvlsConn& c, double b) {
+    return c.loop_bytes > 0 ? static_cast<double>(c.loop_bytes) : c.nheads * b;
   }
   bool mc_wait_ge(const NvlsConn& c, size_t counter_off, uint64_t target, const WaitSite& site) {
     return nvls_emulate_wait_ge(*this, c, counter_off, target, site);
@@ -193,7 +213,7 @@ class SimExec {
   };
   // The switch's part of one NVLS step of this rank's (the head's): `up` bytes on its link to the switch,
   // `down` bytes back, `reduce` bytes of output reduced on its switch port.
-  void nvls_switch(double up, double down, double reduce);
+  void nvls_switch(double up, double down, double reduce, double others_up, double others_down);
   void start_loop();
 
   World* world_;

@@ -233,14 +233,19 @@ bool payload_type_supported(SimType t) {
 
 // Rough count of slices a collective takes at step level (every rank, every channel), to pick the level.
 // NVLS and NVLS-Tree: `nvls_loop` is the bytes one loop of a channel moves (heads x chunk, work_for's
-// chunk); a loop costs a rank 2 transfers of NVLS (its switch step, up and down) and about 6 of NVLS-Tree
+// chunk); a loop costs a head 2 transfers of NVLS (its switch step, up and down) and about 6 of NVLS-Tree
 // (its reduce and broadcast roles' switch steps and tree sends), as the step level counts them
-// (dgx-h100 1 GiB NVLS: 16384; NVLS-Tree on 2 / 4 / 8 machines: 81920 / 425984 / 753664).
+// (dgx-h100 1 GiB NVLS: 16384; NVLS-Tree on 2 / 4 / 8 machines: 81920 / 425984 / 753664). A rank that
+// is no head (`nvls_heads` of every `nvls_group` ranks are) copies into and out of every head's FIFO, a
+// half slice each (gb200-nvl72, 32 heads of 72: 1 GiB took 22 s at step level; it is a flow-level run).
 uint64_t estimate_slices(CollKind coll, size_t total_bytes, int nranks, int nch, int proto, AlgoKind algo,
-                         double nvls_loop) {
+                         double nvls_loop, int nvls_heads, int nvls_group) {
   const double per_channel = static_cast<double>(total_bytes) / std::max(1, nch);
-  if ((algo == AlgoKind::kNvls || algo == AlgoKind::kNvlsTree) && nvls_loop > 0)
-    return static_cast<uint64_t>(std::ceil(per_channel / nvls_loop) * (algo == AlgoKind::kNvls ? 2 : 6) * nranks * nch);
+  if ((algo == AlgoKind::kNvls || algo == AlgoKind::kNvlsTree) && nvls_loop > 0) {
+    const double heads = nvls_group > 0 ? static_cast<double>(nranks) * nvls_heads / nvls_group : nranks;
+    const double per_loop = (algo == AlgoKind::kNvls ? 2 : 6) * heads + (nranks - heads) * nvls_heads;
+    return static_cast<uint64_t>(std::ceil(per_channel / nvls_loop) * per_loop * nch);
+  }
   const double step = proto == kProtoSimple ? 512.0 * 1024 : (proto == kProtoLL ? 32.0 * 1024 : 600.0 * 1024);
   double steps_per_rank;
   if (algo == AlgoKind::kTree) {
@@ -324,9 +329,10 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
       if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree)
         nvls_loop = static_cast<double>(work_for(cfg_.coll, count, esize, cfg_.root, RedOpArg{cfg_.op, 0, nranks_}, ch)
                                             .chunk_bytes) *
-                    (ch.algo == AlgoKind::kNvls ? nranks_ : static_cast<int>(nvls_groups_[0].size()));
+                    nvls_heads_;
       res.level = !cfg_.payload && !cfg_.degrade.needs_step() &&
-                          estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo, nvls_loop) >
+                          estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo, nvls_loop, nvls_heads_,
+                                          nvls_groups_.empty() ? 0 : static_cast<int>(nvls_groups_[0].size())) >
                               cfg_.step_limit
                       ? SimLevel::kFlow
                       : SimLevel::kStep;

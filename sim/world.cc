@@ -179,22 +179,25 @@ void SimExec::wire(const ConnInfo& send, size_t payload_bytes) {
   ++transfers_;
 }
 
-void SimExec::nvls_switch(double up, double down, double reduce) {
+void SimExec::nvls_switch(double up, double down, double reduce, double others_up, double others_down) {
   if (counting_ != nullptr) {
     // The flow level: the switch's three parts are connections of their own (Count's SwitchPart), which
-    // flow.cc routes over the head's links to the switch and the switch host's ports.
+    // flow.cc routes over the head's links to the switch and the switch host's ports; the others' bytes
+    // only count on their links.
     const int n = world_->nranks();
     double part[kSwitchParts];
     part[kSwitchUp] = up;
     part[kSwitchDown] = down;
     part[kSwitchReduce] = reduce;
+    part[kSwitchOthersUp] = others_up;
+    part[kSwitchOthersDown] = others_down;
     for (int k = 0; k < kSwitchParts; ++k)
       if (part[k] > 0) tally(n + k, part[k]);
     if (counted_only()) return;
     sent_ = true;
     switch_step_ = true;
     start_loop();
-    for (int k = 0; k < kSwitchParts; ++k)
+    for (int k = 0; k < kSwitchFlows; ++k)
       if (part[k] > 0) record(ReplayKind::kXfer, static_cast<uint32_t>(n + k), static_cast<uint64_t>(part[k]));
     rec_inflight_ = true;
     return;
@@ -216,6 +219,8 @@ void SimExec::nvls_switch(double up, double down, double reduce) {
     ++transfers_;
   }
   if (reduce > 0) inflight_.push_back(sg4::Exec::init()->set_flops_amount(reduce)->set_host(sw)->start());
+  if (others_up > 0) world_->add_nvls_others_bytes(rank_, true, others_up);
+  if (others_down > 0) world_->add_nvls_others_bytes(rank_, false, others_down);
 }
 
 // A transfer failed: the collective cannot complete. Name it, and abort every wait of the run.
@@ -407,9 +412,9 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
           in.nvls_why = "the simulated platform was built without the NVSwitch's reducing hosts (the first "
                         "communicator's world adds them where it runs NVLS)";
         }
-      if (in.nvls != nullptr && nmachines_ > 1) {
+      if (in.nvls != nullptr) {
         std::string why;
-        if (!nvls_tree_setup(&why)) {
+        if (!nvls_setup(&why)) {
           in.nvls = nullptr;
           in.nvls_why = why;
         }
@@ -548,9 +553,9 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   for (int c = 0; c < nch_ && nvls_tree_; ++c)
     for (int r = 0; r < nranks_; ++r) {
       TreeLinks t0{}, t1{};
-      dtree(nmachines_, place_.rank_machine[r], &t0, &t1);
+      dtree(static_cast<int>(nvls_groups_.size()), nvls_group_of_[r], &t0, &t1);
       const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
-      if (nt.up < 0) continue;
+      if (nt.up < 0 || nvls_index_[r] >= nvls_heads_) continue;  // only heads are in the trees
       const int up = nvls_groups_[nt.up][nvls_index_[r]];
       for (const auto& ab : {std::make_pair(r, up), std::make_pair(up, r)}) {
         // A pair Tree or Ring already connects on this channel keeps its route (one connection per peer).
@@ -635,31 +640,15 @@ int World::head_nic(int rank) const {
   return best;
 }
 
-bool World::nvls_tree_setup(std::string* why) {
-  // As the runtime's (core/comm_topo.cc): head h of a machine is the rank on the NVLS graph's channel-h
-  // GPU; cclab's schedule makes every rank a head, so each machine's ranks must be exactly its heads.
-  const int nheads = nvls_graph_.nchannels;
+bool World::nvls_setup(std::string* why) {
+  // As the runtime's (core/comm_topo.cc): each machine's ranks, its heads first (graph/search.h).
+  NvlsGroups g;
+  if (!nvls_groups(nvls_graph_, place_.rank_machine, place_.rank_dev, &g, why)) return false;
   nvls_head_nets_ = nvls_head_nets(topo_);
-  nvls_groups_.assign(nmachines_, std::vector<int>(nheads, -1));
-  nvls_index_.assign(nranks_, -1);
-  for (int r = 0; r < nranks_; ++r) {
-    const int m = place_.rank_machine[r];
-    int h = 0;
-    while (h < nheads && nvls_graph_.intra[h][0] != place_.rank_dev[r]) ++h;
-    if (m < 0 || m >= nmachines_ || h == nheads) {
-      *why = "NVLS-Tree: rank " + std::to_string(r) + "'s GPU is no NVLS head (cclab's schedule makes every rank a "
-             "head, so it needs a NIC per GPU)";
-      return false;
-    }
-    nvls_groups_[m][h] = r;
-    nvls_index_[r] = h;
-  }
-  for (const std::vector<int>& g : nvls_groups_)
-    for (int r : g)
-      if (r < 0) {
-        *why = "NVLS-Tree: a machine has no rank on one of its head GPUs (cclab's schedule needs every head)";
-        return false;
-      }
+  nvls_heads_ = g.nheads;
+  nvls_groups_ = std::move(g.group);
+  nvls_index_ = std::move(g.index);
+  nvls_group_of_ = std::move(g.group_of);
   return true;
 }
 
@@ -668,15 +657,15 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
   if (m.view.empty()) {
     // Every rank's region, anonymous zero pages (only the headers and the slots a run uses get memory);
     // each counter gets its wait slot. A group is the whole world (NVLS) or one machine (NVLS-Tree).
-    const int gsize = nvls_tree_ ? static_cast<int>(nvls_groups_[0].size()) : nranks_;
-    const size_t bytes = (nvls_region_bytes(gsize, nvls_step_bytes_) + 4095) / 4096 * 4096;
+    const int gsize = static_cast<int>(nvls_groups_[0].size());
+    const size_t bytes = (nvls_region_bytes(nvls_heads_, nvls_step_bytes_) + 4095) / 4096 * 4096;
     m.region.resize(nranks_);
     m.view.assign(nranks_, NvlsConn{});
     for (int r = 0; r < nranks_; ++r) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       m.region[r] = std::unique_ptr<char, SimConn::Free>(static_cast<char*>(p), SimConn::Free{bytes});
-      for (int h = 0; h < gsize; ++h)
+      for (int h = 0; h < nvls_heads_; ++h)
         for (bool b : {false, true}) {
           ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(m.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
           hdr->head.waiters = static_cast<uint32_t>(waits_.size());
@@ -688,13 +677,18 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
     for (int r = 0; r < nranks_; ++r) {
       NvlsConn& v = m.view[r];
       v.nranks = gsize;
-      v.rank = nvls_tree_ ? nvls_index_[r] : r;
+      v.nheads = nvls_heads_;
+      v.rank = nvls_index_[r];
       v.step_bytes = nvls_step_bytes_;
-      for (int q = 0; q < gsize; ++q)
-        v.uc[q] = m.region[nvls_tree_ ? nvls_groups_[place_.rank_machine[r]][q] : q].get();
+      for (int q = 0; q < gsize; ++q) v.uc[q] = m.region[nvls_groups_[nvls_group_of_[r]][q]].get();
     }
   }
   return m.view[rank];
+}
+
+void World::add_nvls_others_bytes(int head, bool up, double bytes) {
+  const std::vector<int>& g = nvls_groups_[nvls_group_of_[head]];
+  for (size_t i = static_cast<size_t>(nvls_heads_); i < g.size(); ++i) add_nvswitch_bytes(g[i], up, bytes);
 }
 
 sg4::Host* World::nvswitch_host(int rank) const {
@@ -828,9 +822,9 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nranks = nranks_;
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
-  base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nranks_, nvls_step_bytes_)
+  base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nvls_heads_, nvls_step_bytes_)
                      : ch.algo == AlgoKind::kNvlsTree
-                         ? nvls_tree_chunk_bytes(total, ch.nchannels, static_cast<int>(nvls_groups_[0].size()),
+                         ? nvls_tree_chunk_bytes(total, ch.nchannels, nvls_heads_,
                                                  nvls_step_bytes_, nvls_tree_max_chunk_)
                      : ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
                      : ch.algo == AlgoKind::kPat ? pat_chunk_bytes(coll, proto_buff_[ch.proto], total, ch.nchannels)
@@ -879,17 +873,19 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       t.nvls_start = *t.nvls;
       if (ch.algo == AlgoKind::kNvlsTree) {
         // The heads of this rank's part on the other machines: tree c % 2 of the double binary tree.
-        const int m = place_.rank_machine[r], h = nvls_index_[r];
+        const int m = nvls_group_of_[r], h = nvls_index_[r];
         TreeLinks t0{}, t1{};
-        dtree(nmachines_, m, &t0, &t1);
+        dtree(static_cast<int>(nvls_groups_.size()), m, &t0, &t1);
         const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
         t.nvls_tree = true;
-        if (nt.up >= 0) {
+        if (h >= nvls_heads_) {
+          // No head: scatter and gather only, no tree.
+        } else if (nt.up >= 0) {
           const int up = nvls_groups_[nt.up][h];
           t.ntree.up_recv = &conn(c, up, r, ch.proto, space).recv_info;
           t.ntree.up_send = &conn(c, r, up, ch.proto, space).send_info;
         }
-        for (int i = 0; i < nt.ndown && t.ntree.ndown < kMaxNvlsTreeArity; ++i) {
+        for (int i = 0; i < nt.ndown && t.ntree.ndown < kMaxNvlsTreeArity && h < nvls_heads_; ++i) {
           const int d = nvls_groups_[nt.down[i]][h];
           t.ntree.down_recv[t.ntree.ndown] = &conn(c, d, r, ch.proto, space).recv_info;
           t.ntree.down_send[t.ntree.ndown++] = &conn(c, r, d, ch.proto, space).send_info;
@@ -897,6 +893,7 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       }
       for (int role : {kNvlsScatter, kNvlsReduce, kNvlsBcast}) {
         if (role == kNvlsBcast && (!t.nvls_tree || t.ntree.up_recv == nullptr)) continue;
+        if (role == kNvlsReduce && t.nvls->rank >= t.nvls->nheads) continue;  // no head: no part to reduce
         Task s = t;
         s.nvls_role = role;
         tasks->push_back(s);

@@ -152,6 +152,8 @@ class World {
   // rank's traffic to (up) or from it.
   simgrid::s4u::Host* nvswitch_host(int rank) const;
   void add_nvswitch_bytes(int rank, bool up, double bytes);
+  // NVLS: `bytes` on the switch link (up or down) of every rank of the head's group that is no head.
+  void add_nvls_others_bytes(int head, bool up, double bytes);
   // A connection's route: the SimGrid hosts its communications run between (Platform::route_hosts) and
   // the TopoLinks they cross. A connection between machines takes the NICs its channel's graph chose
   // (ChannelPlan::net); point-to-point connections and ranks on one machine take the model's path.
@@ -290,11 +292,13 @@ class World {
   // NVLS (kernels/nvls.h): offered to the tuner (one NVSwitch machine of sm90+, simulate()'s own world),
   // its FIFO slot bytes, and per (space, channel) every rank's region and view.
   bool nvls_ = false;
-  // NVLS-Tree (several machines): each machine's ranks in head order (a multicast group each), every
-  // rank's index in its group, and per channel every rank's links in the channel's tree of machines.
+  // NVLS-Tree (several machines) runs; each machine's ranks (a multicast group each), its nvls_heads_
+  // heads first in head order (graph/search.h nvls_groups), and every rank's index in its group.
   bool nvls_tree_ = false;
   std::vector<std::vector<int>> nvls_groups_;
   std::vector<int> nvls_index_;
+  std::vector<int> nvls_group_of_;
+  int nvls_heads_ = 0;
   int nvls_tree_max_chunk_ = 0;
   int nvls_step_bytes_ = 128 * 1024;
   struct NvlsChannel {
@@ -303,9 +307,9 @@ class World {
   };
   std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
   NvlsConn& nvls_conn(int channel, int rank, int space);
-  bool nvls_tree_setup(std::string* why);
+  bool nvls_setup(std::string* why);
   int head_nic(int rank) const;
-  std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head  // NVLS-Tree: the NIC (node) closest to the rank's GPU
+  std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head
   // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.
   const CustomAlgo* custom_ = nullptr;
   CustomTopo custom_topo_{0, 0, 0};

@@ -573,8 +573,8 @@ void set_async_error(ncclComm_t comm, ncclResult_t r, const std::string& msg) {
 
 namespace {
 
-// NVLS (kernels/nvls.h): every rank of a multicast group (comm->nvls_group: all ranks on one machine; its
-// machine's ranks for NVLS-Tree) creates its region of each channel, then maps every other member's, so
+// NVLS (kernels/nvls.h): every rank of a multicast group (comm->nvls_group: its machine's ranks, the
+// comm->nvls_heads heads first) creates its region of each channel (two FIFOs per head), then maps every other member's, so
 // that each reaches all the copies behind the "multicast" addresses. The regions are shared like
 // connections (P2P within a process, SHM within a host); a group never spans hosts.
 ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
@@ -582,9 +582,13 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
   const int n = static_cast<int>(group.size());
   const int me = static_cast<int>(std::find(group.begin(), group.end(), comm->rank) - group.begin());
   if (me >= n) return report_error(ncclInternalError, "NVLS: rank %d is in no multicast group", comm->rank);
+  const int nheads = comm->nvls_heads;
   if (n > kMaxNvlsRanks)
-    return report_error(ncclInvalidUsage, "NVLS: %d ranks, a multicast group holds at most %d (NCCL_MAX_NVLS_ARITY)", n,
+    return report_error(ncclInvalidUsage, "NVLS: %d ranks, a multicast group holds at most %d (NCCL_MAX_LOCAL_RANKS)", n,
                         kMaxNvlsRanks);
+  if (nheads < 1 || nheads > kMaxNvlsHeads || nheads > n)
+    return report_error(ncclInternalError, "NVLS: %d heads for %d ranks (1 to %d, NCCL_MAX_NVLS_ARITY)", nheads, n,
+                        kMaxNvlsHeads);
   TransportKind kind = TransportKind::kP2p;
   for (int p : group) {
     if (p == comm->rank) continue;
@@ -598,7 +602,7 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
                           p);
     if (k == TransportKind::kShm) kind = TransportKind::kShm;
   }
-  const size_t bytes = nvls_region_bytes(n, comm->nvls_step_bytes);
+  const size_t bytes = nvls_region_bytes(nheads, comm->nvls_step_bytes);
   auto name = [&](int c, int r) { return conn_name(comm, 'N', c, r, r); };
   for (int c = 0; c < nchannels; ++c) {
     Channel& ch = comm->channels[c];
@@ -613,6 +617,7 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
     if (ch.nvls.nranks != 0) continue;
     NvlsConn v;
     v.nranks = n;
+    v.nheads = nheads;
     v.rank = me;
     v.step_bytes = comm->nvls_step_bytes;
     for (int i = 0; i < n; ++i) {
@@ -628,8 +633,8 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
     }
     ch.nvls = v;
   }
-  CCLAB_INFO(kLogInit | kLogNvls, "NVLS: %d channels, %d heads, %zu bytes per rank and channel (NCCL_NVLS_CHUNKSIZE %d) via %s",
-             nchannels, n, bytes, comm->nvls_step_bytes, transport_name(kind));
+  CCLAB_INFO(kLogInit | kLogNvls, "NVLS: %d channels, %d heads of %d ranks, %zu bytes per rank and channel "
+             "(NCCL_NVLS_CHUNKSIZE %d) via %s", nchannels, nheads, n, bytes, comm->nvls_step_bytes, transport_name(kind));
   return ncclSuccess;
 }
 
@@ -728,7 +733,7 @@ void poison_connections(ncclComm_t comm) {
   // NVLS: every counter of every region this rank mapped (its peers wait on their own copies and on all).
   for (Channel& ch : comm->channels)
     for (int r = 0; r < ch.nvls.nranks; ++r)
-      for (int h = 0; h < ch.nvls.nranks; ++h)
+      for (int h = 0; h < ch.nvls.nheads; ++h)
         for (bool b : {false, true}) {
           ConnFifoHeader* hdr = nvls_hdr(ch.nvls, r, nvls_fifo_off(h, b, ch.nvls.step_bytes));
           counter_post(&hdr->head, counter_load(&hdr->head) | kCounterPoison);

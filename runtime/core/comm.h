@@ -141,11 +141,12 @@ struct ncclComm {
   int nvls_step_bytes = 128 * 1024;
   std::atomic<int> nvls_connected{0};
   // NVLS-Tree (NVLS inside each machine, trees of heads across machines): whether it runs (several
-  // machines of NVLS, every rank a head, the host backend with every rank on this host), its multicast
-  // group (the ranks of this rank's machine in head order; on one machine every rank, in rank order),
+  // machines of NVLS, the host backend with every rank on this host); NVLS's multicast group (the ranks
+  // of this rank's machine, its nvls_heads heads first in head order: graph/search.h nvls_groups),
   // NCCL's nvlsTreeMaxChunkSize (NCCL_NVLSTREE_MAX_CHUNKSIZE), and the channels whose tree links are connected.
   bool nvls_tree_runs = false;
   std::vector<int> nvls_group;
+  int nvls_heads = 0;
   int nvls_tree_max_chunk = 0;
   std::atomic<int> nvls_tree_connected{0};
   // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank

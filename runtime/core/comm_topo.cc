@@ -272,50 +272,40 @@ ncclResult_t load_topology(ncclComm_t comm) {
   return ncclSuccess;
 }
 
-// NVLS-Tree's groups and trees (NCCL's connectNvls): head h of each machine is the rank on the NVLS graph's
-// channel-h GPU (intra[h][0]); this rank's multicast group is its machine's ranks in head order, and on
-// channel c the heads of its part form tree c % 2 of the double binary tree over machines. cclab's
-// schedule makes every rank a head (kernels/nvls.h), so it runs where each machine's ranks are exactly
-// its heads (a NIC per GPU, dgx-h100 / dgx-b200) and every machine holds as many; false with *why if not.
-static bool nvls_tree_setup(ncclComm_t comm, std::string* why) {
-  const TopoGraph& g = comm->nvls_graph;
-  const int nheads = g.nchannels, nnodes = comm->nnodes;
-  std::vector<std::vector<int>> by_head(nnodes, std::vector<int>(nheads, -1));
-  for (int r = 0; r < comm->nranks; ++r) {
-    const int node = comm->rank_node[r];
-    int h = 0;
-    while (h < nheads && g.intra[h][0] != comm->rank_dev[r]) ++h;
-    if (node < 0 || node >= nnodes || h == nheads) {
-      *why = "NVLS-Tree: rank " + std::to_string(r) + "'s GPU is no NVLS head (NCCL runs heads on the GPUs with a "
-             "NIC; cclab's schedule makes every rank a head, so it needs a NIC per GPU)";
-      return false;
-    }
-    by_head[node][h] = r;
-  }
-  for (int n = 0; n < nnodes; ++n)
-    for (int h = 0; h < nheads; ++h)
-      if (by_head[n][h] < 0) {
-        *why = "NVLS-Tree: machine " + std::to_string(n) + " has no rank on head " + std::to_string(h) +
-               "'s GPU (cclab's schedule needs every head GPU of every machine in the communicator)";
-        return false;
-      }
-  const int node = comm->rank_node[comm->rank];
-  comm->nvls_group = by_head[node];
-  const int me = static_cast<int>(std::find(comm->nvls_group.begin(), comm->nvls_group.end(), comm->rank) -
-                                  comm->nvls_group.begin());
-  for (int c = 0; c < comm->nchannels; ++c) {
+// NVLS's groups (graph/search.h nvls_groups: each machine's ranks, its heads first) and, across machines,
+// NVLS-Tree's trees (NCCL's connectNvls): on channel c the heads of a part form tree c % 2 of the double
+// binary tree over machines. A machine's ranks that are no head (a GPU without a NIC across machines, GPUs
+// beyond 32 on one) scatter to and gather from the heads only. False with *why where the ranks do not
+// cover every head GPU of every machine.
+static bool nvls_setup(ncclComm_t comm, std::string* why) {
+  const int nnodes = comm->nnodes;
+  NvlsGroups groups;
+  if (!nvls_groups(comm->nvls_graph, comm->rank_node, comm->rank_dev, &groups, why)) return false;
+  const int node = groups.group_of[comm->rank];
+  const int nheads = groups.nheads;
+  comm->nvls_group = groups.group[node];
+  comm->nvls_heads = nheads;
+  const int me = groups.index[comm->rank];
+  for (int c = 0; c < comm->nchannels && nnodes > 1; ++c) {
     TreeLinks t0{}, t1{};
     dtree(nnodes, node, &t0, &t1);
     const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
     TreeLinks& out = comm->channels[c].nvls_tree;
     out = TreeLinks{};
-    out.up = nt.up >= 0 ? by_head[nt.up][me] : -1;
+    out.up = -1;
     out.ndown = 0;
-    for (int i = 0; i < nt.ndown && out.ndown < kMaxNvlsTreeArity; ++i) out.down[out.ndown++] = by_head[nt.down[i]][me];
+    if (me >= nheads) continue;  // no head: no tree
+    out.up = nt.up >= 0 ? groups.group[nt.up][me] : -1;
+    for (int i = 0; i < nt.ndown && out.ndown < kMaxNvlsTreeArity; ++i)
+      out.down[out.ndown++] = groups.group[nt.down[i]][me];
   }
-  if (comm->rank == 0)
-    CCLAB_INFO(kLogInit | kLogNvls, "NVLS-Tree: %d heads per machine over %d machines, trees c %% 2 of the double "
-               "binary tree", nheads, nnodes);
+  if (comm->rank == 0) {
+    if (nnodes > 1)
+      CCLAB_INFO(kLogInit | kLogNvls, "NVLS-Tree: %d heads of %zu ranks per machine over %d machines, trees c %% 2 of "
+                 "the double binary tree", nheads, comm->nvls_group.size(), nnodes);
+    else
+      CCLAB_INFO(kLogInit | kLogNvls, "NVLS: %d heads over %zu ranks", nheads, comm->nvls_group.size());
+  }
   return true;
 }
 
@@ -526,15 +516,12 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     if (runs || enable == 0) {
       const int cfg = comm->config.nvlsCTAs;
       add_nvls(comm->topo, enable, &comm->nvls_graph, &in, cfg > 0 && cfg != NCCL_CONFIG_UNDEF_INT ? cfg : 0);
-      if (in.nvls != nullptr && comm->nnodes > 1) {
+      if (in.nvls != nullptr) {
         std::string why;
-        if (!nvls_tree_setup(comm, &why)) {
+        if (!nvls_setup(comm, &why)) {
           in.nvls = nullptr;
           in.nvls_why = why;
         }
-      } else if (in.nvls != nullptr) {
-        comm->nvls_group.resize(comm->nranks);
-        for (int r = 0; r < comm->nranks; ++r) comm->nvls_group[r] = r;
       }
       comm->nvls_runs = in.nvls != nullptr && comm->nnodes == 1;
       comm->nvls_tree_runs = in.nvls != nullptr && comm->nnodes > 1;

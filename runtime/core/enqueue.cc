@@ -158,9 +158,9 @@ ncclResult_t prepare_collective(ncclComm_t comm, const OpDesc& op, CollWork* out
                     ? std::max(1, std::min(model_channels, comm->nchannels))
                     : channels_for(comm, total);
   const bool tree = algo == AlgoKind::kTree;
-  w.chunk_bytes = algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, w.nchannels, comm->nranks, comm->nvls_step_bytes)
+  w.chunk_bytes = algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, w.nchannels, comm->nvls_heads, comm->nvls_step_bytes)
                   : algo == AlgoKind::kNvlsTree
-                      ? nvls_tree_chunk_bytes(total, w.nchannels, static_cast<int>(comm->nvls_group.size()),
+                      ? nvls_tree_chunk_bytes(total, w.nchannels, comm->nvls_heads,
                                               comm->nvls_step_bytes, comm->nvls_tree_max_chunk)
                   : custom ? ProtoSimpleRing::max_chunk_bytes(comm->proto_buff_bytes[w.proto])
                   : algo == AlgoKind::kPat ? pat_chunk_bytes(op.coll, comm->proto_buff_bytes[w.proto], total, w.nchannels)

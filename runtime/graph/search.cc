@@ -1093,6 +1093,52 @@ std::vector<std::pair<int, int>> nvls_head_nets(const Topology& topo) {
   return out;
 }
 
+bool nvls_groups(const TopoGraph& nvls, const std::vector<int>& rank_machine, const std::vector<int>& rank_dev,
+                 NvlsGroups* out, std::string* why) {
+  const int nranks = static_cast<int>(rank_machine.size());
+  const int nheads = nvls.nchannels;
+  auto fail = [&](const std::string& s) {
+    if (why) *why = s;
+    return false;
+  };
+  if (nheads < 1 || nheads > 32) return fail("NVLS: the NVLS graph has " + std::to_string(nheads) + " heads (1 to 32)");
+  std::vector<int> machines(rank_machine.begin(), rank_machine.end());
+  std::sort(machines.begin(), machines.end());
+  machines.erase(std::unique(machines.begin(), machines.end()), machines.end());
+  out->nheads = nheads;
+  out->group.assign(machines.size(), std::vector<int>(nheads, -1));
+  out->group_of.assign(nranks, -1);
+  out->index.assign(nranks, -1);
+  for (int r = 0; r < nranks; ++r) {
+    const int m = static_cast<int>(std::lower_bound(machines.begin(), machines.end(), rank_machine[r]) - machines.begin());
+    out->group_of[r] = m;
+    int h = 0;
+    while (h < nheads && nvls.intra[h][0] != rank_dev[r]) ++h;
+    std::vector<int>& g = out->group[m];
+    if (h < nheads) {
+      if (g[h] >= 0)
+        return fail("NVLS: ranks " + std::to_string(g[h]) + " and " + std::to_string(r) + " share head " +
+                    std::to_string(h) + "'s GPU");
+      g[h] = r;
+    } else {
+      g.push_back(r);
+    }
+  }
+  for (size_t m = 0; m < machines.size(); ++m) {
+    for (int h = 0; h < nheads; ++h)
+      if (out->group[m][h] < 0)
+        return fail("NVLS: machine " + std::to_string(machines[m]) + " has no rank on head " + std::to_string(h) +
+                    "'s GPU (dev " + std::to_string(nvls.intra[h][0]) + "; cclab's schedule needs every head GPU of "
+                    "every machine in the communicator)");
+    if (out->group[m].size() != out->group[0].size())
+      return fail("NVLS: machine " + std::to_string(machines[m]) + " holds " + std::to_string(out->group[m].size()) +
+                  " ranks and machine " + std::to_string(machines[0]) + " " + std::to_string(out->group[0].size()) +
+                  " (one schedule needs as many on each)");
+    for (size_t i = 0; i < out->group[m].size(); ++i) out->index[out->group[m][i]] = static_cast<int>(i);
+  }
+  return true;
+}
+
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int used) {
   *graph = TopoGraph{};
   graph->id = 3;
@@ -1109,12 +1155,7 @@ bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why,
   for (int g : gpus) cc_min = std::min(cc_min, topo.nodes[g].sm);
   if (cc_min < 90) return fail("NVLS needs sm90 or later (NVLink SHARP), the GPUs are sm" + std::to_string(cc_min));
   if (topo.nodes_of(TopoNodeType::kNvs, 0).empty()) return fail("NVLS needs an NVSwitch, the machine has none");
-  // NCCL runs min(32, GPUs) heads, every GPU in each head's multicast group; cclab's schedule
-  // (kernels/nvls.h) has one head per rank, so it runs NVLS on up to 32 GPUs only.
-  if (ngpus > 32) {
-    return fail("NCCL would run NVLS with 32 heads over the " + std::to_string(ngpus) +
-                " GPUs; cclab's NVLS schedule has one head per GPU (at most 32): not implemented");
-  }
+  // NCCL runs min(32, GPUs) heads (NCCL_MAX_NVLS_ARITY), every GPU in each head's multicast group.
   // Bandwidth between each GPU and the switch, each direction (NCCL merges the NVSwitches into one NVS
   // node: the GPU's NVLinks to all of them), and the GPU's total link bandwidth (system->totalBw).
   double cap = 0, total = 0;

@@ -60,7 +60,7 @@ bool search_graph(const Topology& topo, TopoGraph* graph, std::string* error);
 
 // NCCL's NVLS graph (graph id 3, NCCL_TOPO_PATTERN_NVLS) of machine 0, as ncclTopoCompute finds it on
 // one machine: only on an NVSwitch machine whose GPUs are all sm90 or later; one channel per GPU (at
-// most NCCL_MAX_NVLS_ARITY = 32), channel c headed by GPU c, every GPU pulling its share through the
+// most NCCL_MAX_NVLS_ARITY = 32: a 72-GPU domain has 32 heads), channel c headed by GPU c, every GPU pulling its share through the
 // switch; the per-channel speed is the highest of the intra speed ladder that the links between each
 // GPU and the NVSwitches carry when every channel takes it once per GPU and twice on its head's
 // (ncclTopoSearchTryNvls: (GPUs + 1) x speed per GPU and direction), bwInter raised by the second pass
@@ -77,6 +77,21 @@ bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why,
 // GPU (the channels search_nvls_graph makes; NCCL's graph->inter[c * 2] of the head's NVLS channel, the
 // NIC its NVLS-Tree connections use: getNvlsNetDev).
 std::vector<std::pair<int, int>> nvls_head_nets(const Topology& topo);
+
+// NVLS's multicast groups over the ranks of a communicator (NCCL's connectNvls): one per machine that
+// holds ranks, in machine order, its heads first in head order (head h = the rank on the NVLS graph's
+// channel-h GPU, intra[h][0]; NCCL's nvlsHeads), then its other ranks in rank order (they scatter to and
+// gather from the heads only). rank_machine[r] / rank_dev[r]: rank r's machine and GPU dev.
+struct NvlsGroups {
+  int nheads = 0;
+  std::vector<std::vector<int>> group;  // by group (machine)
+  std::vector<int> group_of;            // by rank: its group
+  std::vector<int> index;               // by rank: its place in its group
+};
+// False with *why where a machine lacks a rank on one of the head GPUs, or the machines hold different
+// numbers of ranks (one schedule runs every machine's group in step).
+bool nvls_groups(const TopoGraph& nvls, const std::vector<int>& rank_machine,
+                 const std::vector<int>& rank_dev, NvlsGroups* out, std::string* why);
 
 // Ring order over all ranks for channel c of a searched ring graph: machine-major concatenation of
 // intra[c], with rank = machine * gpus_per_machine + dev. out[i] is the i-th rank of the ring.

@@ -3,7 +3,7 @@
 # fails where it should, with the hint it should give, and passes the reference solution. One ctest
 # entry per CASE (label labs); each runs at most a handful of flow-level simulations (about 1-3 s):
 #   skeleton   the skeleton as committed (the DGX H100 reference design, 8 x 400G, 1:1): it meets the
-#              target but costs 2.86x the cheapest design, which the check says without giving the
+#              target but costs 2.29x the cheapest design, which the check says without giving the
 #              cheapest design away (its cost, the ratio, its parameters; in the table and in --json);
 #              every answer is missing (and not simulated)
 #   broken     a cluster.txt with an unknown key, a value out of range, GB/s for Gb/s and a missing
@@ -45,10 +45,10 @@ case "$case" in
     expect "yours 1024.0 k$: not the cheapest: the grader found a design that meets the target for more than 5% less"
     expect "which parts of the network does it not need?"
     expect "no answer for 'busbw_8x400' yet"
-    # The answer stays hidden: the cheapest design's cost (358.4 k$), the ratio to it, its NICs.
-    for leak in "358.4" "2.86" "4 x 400G"; do expect_absent "$leak"; done
+    # The answer stays hidden: the cheapest design's cost (448.0 k$), the ratio to it, its NICs.
+    for leak in "448.0" "2.29" "5 x 400G"; do expect_absent "$leak"; done
     check "$(skeleton)" --json
-    for leak in "358.4" "2.86" "4 x 400G"; do expect_absent "$leak"; done
+    for leak in "448.0" "2.29" "5 x 400G"; do expect_absent "$leak"; done
     ;;
   broken)
     check "$(design broken 'nodes = 16' 'nics = 4' 'nic_gbps = 50' 'oversubscription = 3')"
@@ -66,7 +66,7 @@ case "$case" in
     expect_rc 1
     expect "= 345.6 k$"
     expect "24.67 ms, busbw 86.7 GB/s"
-    expect "too slow by 83%: the target needs busbw >= 158.5 GB/s"
+    expect "too slow by 76%: the target needs busbw >= 152.8 GB/s"
     expect "a port moves no more than the PCIe slot it sits in"
     expect "skipped: needs a design that meets the target (above)"
     ;;
@@ -75,9 +75,9 @@ case "$case" in
     expect_rc 0
     expect "8 of 8 checks pass"
     expect "Lab 06 is done"
-    expect "yours 358.4 k$: 32 x DGX H100 (256 GPUs), 4 x 400G NIC port(s) each, 4:1, 13.05 ms"
+    expect "yours 448.0 k$: 32 x DGX H100 (256 GPUs), 5 x 400G NIC port(s) each, 4:1, 13.43 ms"
     "$cclab" lab run 06 --dir "$solution" --work "$work" >"$out" 2>&1 || fail "lab run failed"
-    expect "NIC port -> leaf 128 66.572"
+    expect "NIC port -> leaf 160 66.572"
     expect "leaf -> spine 0 0.000 0.00"
     ;;
   answers)

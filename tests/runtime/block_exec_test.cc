@@ -908,6 +908,7 @@ TEST(BlockExec, NvlsThroughTheBlockKernel) {
   std::vector<NvlsConn> view(n);
   for (int r = 0; r < n; ++r) {
     view[r].nranks = n;
+    view[r].nheads = n;
     view[r].rank = r;
     view[r].step_bytes = step;
     for (int q = 0; q < n; ++q) view[r].uc[q] = mem[q].get();
@@ -947,17 +948,22 @@ TEST(BlockExec, NvlsThroughTheBlockKernel) {
     return ok.load() == n * nlanes;
   };
   const size_t count = 10007;
+  // Every rank's first `count` outputs are the sum of every rank's inputs there ("" or the first that is not).
+  auto sum_error = [&](const std::vector<std::vector<float>>& fin, const std::vector<std::vector<float>>& fout) {
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int q = 0; q < n; ++q) want += fin[q][i];
+        if (fout[r][i] != want) return "rank " + std::to_string(r) + " element " + std::to_string(i);
+      }
+    return std::string();
+  };
   for (int iter = 0; iter < 2; ++iter) {
     std::vector<std::vector<float>> fin(n, std::vector<float>(count * n)), fout(n, std::vector<float>(count * n, -1.0f));
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < count * n; ++i) fin[r][i] = static_cast<float>((i * 3 + r * 5) % 11);
     ASSERT_TRUE(run(CollKind::kAllReduce, 0.0f, RedOpKind::kSum, count, fin, fout));
-    for (int r = 0; r < n; ++r)
-      for (size_t i = 0; i < count; ++i) {
-        float want = 0;
-        for (int q = 0; q < n; ++q) want += fin[q][i];
-        ASSERT_EQ(fout[r][i], want) << "AllReduce rank " << r << " element " << i;
-      }
+    ASSERT_EQ(sum_error(fin, fout), "") << "AllReduce";
     std::vector<std::vector<int32_t>> iin(n, std::vector<int32_t>(count * n)), iout(n, std::vector<int32_t>(count * n, -7));
     for (int r = 0; r < n; ++r)
       for (size_t i = 0; i < count * n; ++i) iin[r][i] = static_cast<int32_t>((i * 7 + r * 13) % 17) - 8;
@@ -976,6 +982,24 @@ TEST(BlockExec, NvlsThroughTheBlockKernel) {
   EXPECT_GT(view[0].step_up, 0u);
   EXPECT_GT(view[0].step_down, 0u);
   for (int r = 1; r < n; ++r) EXPECT_EQ(view[r].step_up, view[0].step_up);
+
+  // Fewer heads than ranks (a 72-GPU domain's 32 heads, a NIC for every other GPU across machines): ranks
+  // 0 and 1 reduce every loop's two parts, ranks 2 and 3 only scatter and gather. AllReduce is exact;
+  // ReduceScatter and AllGather need every rank a head and are refused.
+  for (int r = 0; r < n; ++r) {
+    std::memset(mem[r].get(), 0, region);
+    view[r].nheads = 2;
+    view[r].step_up = view[r].step_down = 0;
+  }
+  for (int iter = 0; iter < 2; ++iter) {
+    std::vector<std::vector<float>> fin(n, std::vector<float>(count)), fout(n, std::vector<float>(count, -1.0f));
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) fin[r][i] = static_cast<float>((i * 5 + r * 3 + iter) % 13);
+    ASSERT_TRUE(run(CollKind::kAllReduce, 0.0f, RedOpKind::kSum, count, fin, fout));
+    ASSERT_EQ(sum_error(fin, fout), "") << "AllReduce over 2 heads";
+  }
+  std::vector<std::vector<int32_t>> iin(n, std::vector<int32_t>(count * n, 1)), iout(n, std::vector<int32_t>(count * n));
+  EXPECT_FALSE(run(CollKind::kReduceScatter, int32_t{0}, RedOpKind::kMax, count, iin, iout));
 }
 
 

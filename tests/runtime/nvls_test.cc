@@ -57,7 +57,8 @@ int fold(ncclRedOp_t op, int a, int b) { return op == ncclSum ? a + b : op == nc
 // and that the NVLS schedule ran (a head step of this rank's own part: sendPeer == recvPeer == rank for
 // AllReduce, the head's load-reduce for ReduceScatter, its multicast for AllGather).
 template <typename T>
-std::string run_case(const Comms& comms, ncclDataType_t type, Coll coll, ncclRedOp_t op, size_t count, bool in_place) {
+std::string run_case(const Comms& comms, ncclDataType_t type, Coll coll, ncclRedOp_t op, size_t count, bool in_place,
+                     int heads) {
   const int n = comms.size();
   const size_t in_elems = coll == Coll::kReduceScatter ? count * n : count;
   const size_t out_elems = coll == Coll::kAllGather ? count * n : count;
@@ -108,7 +109,8 @@ std::string run_case(const Comms& comms, ncclDataType_t type, Coll coll, ncclRed
       if (coll == Coll::kReduceScatter) head |= ev.prim == cclabPrimRecvReduceCopy && ev.recvPeer == r;
       if (coll == Coll::kAllGather) head |= ev.prim == cclabPrimCopySend && ev.sendPeer == r;
     }
-    if (count > 0 && !head) return "rank " + std::to_string(r) + " ran no NVLS head step";
+    if (count > 0 && head != (r < heads))
+      return "rank " + std::to_string(r) + (head ? " ran an NVLS head step" : " ran no NVLS head step");
   }
   return "";
 }
@@ -122,20 +124,22 @@ const TypeCase kReducing[] = {{ncclInt32, true}, {ncclUint32, true}, {ncclInt64,
 const ncclDataType_t kAllTypes[] = {ncclInt8,    ncclUint8,   ncclInt32,   ncclUint32,    ncclInt64,      ncclUint64,
                                     ncclFloat16, ncclFloat32, ncclFloat64, ncclBfloat16, ncclFloat8e4m3, ncclFloat8e5m2};
 
-std::string dispatch(const Comms& comms, ncclDataType_t t, Coll coll, ncclRedOp_t op, size_t count, bool ip) {
+// heads: the ranks 0 .. heads-1 that take the heads' steps (every rank where the machine has 32 GPUs or fewer).
+std::string dispatch(const Comms& comms, ncclDataType_t t, Coll coll, ncclRedOp_t op, size_t count, bool ip,
+                     int heads = 32) {
   switch (t) {
-    case ncclInt8: return run_case<int8_t>(comms, t, coll, op, count, ip);
-    case ncclUint8: return run_case<uint8_t>(comms, t, coll, op, count, ip);
-    case ncclInt32: return run_case<int32_t>(comms, t, coll, op, count, ip);
-    case ncclUint32: return run_case<uint32_t>(comms, t, coll, op, count, ip);
-    case ncclInt64: return run_case<int64_t>(comms, t, coll, op, count, ip);
-    case ncclUint64: return run_case<uint64_t>(comms, t, coll, op, count, ip);
-    case ncclFloat16: return run_case<cclab::half_t>(comms, t, coll, op, count, ip);
-    case ncclFloat32: return run_case<float>(comms, t, coll, op, count, ip);
-    case ncclFloat64: return run_case<double>(comms, t, coll, op, count, ip);
-    case ncclBfloat16: return run_case<cclab::bfloat16_t>(comms, t, coll, op, count, ip);
-    case ncclFloat8e4m3: return run_case<cclab::fp8_e4m3_t>(comms, t, coll, op, count, ip);
-    case ncclFloat8e5m2: return run_case<cclab::fp8_e5m2_t>(comms, t, coll, op, count, ip);
+    case ncclInt8: return run_case<int8_t>(comms, t, coll, op, count, ip, heads);
+    case ncclUint8: return run_case<uint8_t>(comms, t, coll, op, count, ip, heads);
+    case ncclInt32: return run_case<int32_t>(comms, t, coll, op, count, ip, heads);
+    case ncclUint32: return run_case<uint32_t>(comms, t, coll, op, count, ip, heads);
+    case ncclInt64: return run_case<int64_t>(comms, t, coll, op, count, ip, heads);
+    case ncclUint64: return run_case<uint64_t>(comms, t, coll, op, count, ip, heads);
+    case ncclFloat16: return run_case<cclab::half_t>(comms, t, coll, op, count, ip, heads);
+    case ncclFloat32: return run_case<float>(comms, t, coll, op, count, ip, heads);
+    case ncclFloat64: return run_case<double>(comms, t, coll, op, count, ip, heads);
+    case ncclBfloat16: return run_case<cclab::bfloat16_t>(comms, t, coll, op, count, ip, heads);
+    case ncclFloat8e4m3: return run_case<cclab::fp8_e4m3_t>(comms, t, coll, op, count, ip, heads);
+    case ncclFloat8e5m2: return run_case<cclab::fp8_e5m2_t>(comms, t, coll, op, count, ip, heads);
     default: return "unknown type";
   }
 }
@@ -235,3 +239,42 @@ TEST(Nvls, DefaultChoiceOnDgxH100) {
 }
 
 }  // namespace
+
+// A 72-GPU NVLink domain (gb200-nvl72): NCCL runs NVLS AllReduce with 32 heads (NCCL_MAX_NVLS_ARITY), ranks
+// 0..31; the other 40 scatter into and gather from the heads' FIFOs only. Byte-exact over odd counts, in
+// place and out of place, one and two channels; exactly the 32 heads take switch steps (a reduce-and-
+// multicast step with the rank as its own peer). AllGather and ReduceScatter have no NVLS beyond 32 ranks
+// (NCCL's rule): NCCL_ALGO=NVLS leaves them nothing to run.
+TEST(Nvls, ThirtyTwoHeadsOverSeventyTwoRanks) {
+  Env env{{"CCLAB_TOPO", "gb200-nvl72"}, {"NCCL_ALGO", "NVLS"}, {"NCCL_NVLS_CHUNKSIZE", "4096"},
+          {"CCLAB_MIN_CHANNEL_BYTES", "512"}, {"CCLAB_TIMEOUT", "120"}};
+  const int n = 72;
+  for (int nch : {1, 2}) {
+    Comms comms(n, nch);
+    ASSERT_NE(comms[0], nullptr);
+    for (size_t count : {size_t{5}, size_t{40009}})
+      for (bool ip : {false, true}) {
+        EXPECT_EQ(dispatch(comms, ncclFloat32, Coll::kAllReduce, ncclSum, count, ip), "") << count << " ch " << nch;
+        EXPECT_EQ(dispatch(comms, ncclInt64, Coll::kAllReduce, ncclMin, count, ip), "") << count << " ch " << nch;
+      }
+    const size_t count = 70001;
+    std::vector<std::vector<float>> buf(n, std::vector<float>(count, 1.0f));
+    std::vector<cclab_test::EventRecorder> rec(n);
+    for (int r = 0; r < n; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+    run_ranks(n, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr));
+    });
+    for (int r = 0; r < n; ++r) {
+      cclabCommSetObserver(comms[r], nullptr, nullptr);
+      EXPECT_EQ(buf[r][count - 1], 72.0f) << "rank " << r;
+      bool head = false;
+      for (const cclabStepEvent_t& e : rec[r].events)
+        head |= e.prim == cclabPrimRecvReduceCopySend && e.sendPeer == r && e.recvPeer == r;
+      EXPECT_EQ(head, r < 32) << "rank " << r;
+    }
+    std::vector<float> a(n * 8, 1.0f), b(n * 8);
+    std::vector<ncclResult_t> res(n);
+    run_ranks(n, [&](int r) { res[r] = ncclAllGather(a.data(), b.data(), 8, ncclFloat32, comms[r], nullptr); });
+    EXPECT_EQ(res[0], ncclInvalidUsage);
+  }
+}

@@ -9,13 +9,17 @@
 // a large AllReduce (NCCL's), and a call NVLS cannot reduce (a product) leaves NCCL_ALGO=NVLSTree nothing.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "../base/test_env.h"
 #include "comm_fixture.h"
+#include "graph/topo.h"
 #include "kernels/dtypes.h"
 
 using cclab_test::Comms;
@@ -130,6 +134,71 @@ INSTANTIATE_TEST_SUITE_P(Machines, NvlsTreeMatrix, ::testing::Combine(::testing:
                            return "m" + std::to_string(std::get<0>(info.param)) + "_ch" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// Two DGX H100 with 4 NICs each (the second NIC of every PCIe switch removed from the preset's XML): NCCL
+// runs NVLS-Tree with a head per NIC, 4 of each machine's 8 ranks (the GPUs the NVLS search pairs with a
+// NIC). The others only scatter into and gather from the heads' FIFOs; results are byte-exact, only heads
+// send across machines, and every head does.
+TEST(NvlsTree, FewerNicsThanGpus) {
+  cclab::Topology topo;
+  std::string err;
+  ASSERT_TRUE(cclab::make_preset_topology("dgx-h100", 2, cclab::FabricSpec{}, &topo, &err)) << err;
+  const std::string full = "/tmp/cclab_nvls_nics8_" + std::to_string(getpid()) + ".xml";
+  ASSERT_TRUE(cclab::write_topology_xml(topo, full, &err)) << err;
+  std::string xml;
+  {
+    FILE* f = std::fopen(full.c_str(), "r");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    for (size_t k; (k = std::fread(buf, 1, sizeof buf, f)) > 0;) xml.append(buf, k);
+    std::fclose(f);
+    std::remove(full.c_str());
+  }
+  const std::regex second_nic(R"(\n *<pci [^>]*class="0x020700"[^>]*>\n *<nic>\n *<net name="mlx5_[1357]"[^\n]*\n *</nic>\n *</pci>)");
+  const std::string four = std::regex_replace(xml, second_nic, "");
+  size_t nics = 0;
+  for (size_t at = four.find("<nic>"); at != std::string::npos; at = four.find("<nic>", at + 1)) ++nics;
+  ASSERT_EQ(nics, 4u) << "the preset's XML changed shape";
+  const std::string path = "/tmp/cclab_nvls_nics4_" + std::to_string(getpid()) + ".xml";
+  {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(four.data(), 1, four.size(), f);
+    std::fclose(f);
+  }
+  Env env{{"NCCL_TOPO_FILE", path}, {"NCCL_ALGO", "NVLSTree"}, {"NCCL_NVLS_CHUNKSIZE", "4096"},
+          {"CCLAB_MIN_CHANNEL_BYTES", "512"}, {"CCLAB_TIMEOUT", "120"}};
+  for (int nch : {1, 2}) {
+    Comms comms(16, nch);
+    ASSERT_NE(comms[0], nullptr);
+    for (size_t count : {size_t{7}, size_t{100003}})
+      for (bool ip : {false, true}) {
+        EXPECT_EQ(run_case<float>(comms, 8, ncclFloat32, ncclSum, count, ip), "") << "count " << count << " ch " << nch;
+        EXPECT_EQ(run_case<int32_t>(comms, 8, ncclInt32, ncclMax, count, ip), "") << "count " << count << " ch " << nch;
+      }
+    // Who crosses machines: record one more call on every rank.
+    const size_t count = 50001;
+    std::vector<std::vector<cclab::bfloat16_t>> buf(16, std::vector<cclab::bfloat16_t>(count, make<cclab::bfloat16_t>(1)));
+    std::vector<cclab_test::EventRecorder> rec(16);
+    for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+    run_ranks(16, [&](int r) {
+      NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclBfloat16, ncclSum, comms[r], nullptr));
+    });
+    int heads = 0;
+    for (int r = 0; r < 16; ++r) {
+      cclabCommSetObserver(comms[r], nullptr, nullptr);
+      EXPECT_EQ(cclab::to_float(buf[r][count - 1]), 16.0f) << "rank " << r;
+      bool across = false;
+      for (const cclabStepEvent_t& ev : rec[r].events)
+        across |= ev.sendPeer >= 0 && ev.sendPeer / 8 != r / 8;
+      heads += across ? 1 : 0;
+      // The GPUs the search pairs with the remaining NICs (mlx5_0, 2, 4, 6): 0, 2, 4, 6 of each machine.
+      EXPECT_EQ(across, r % 2 == 0) << "rank " << r << (across ? " crossed machines" : " did not cross machines");
+    }
+    EXPECT_EQ(heads, 8);
+  }
+  std::remove(path.c_str());
+}
 
 // NCCL's choice on two DGX H100: Tree/LL128 at 1 MiB, NVLS-Tree at 16 MiB (float sum).
 TEST(NvlsTree, DefaultChoiceOnTwoDgxH100) {

@@ -223,6 +223,13 @@ StepAndFlow at_both_levels(SimConfig cfg) {
   return out;
 }
 
+// NCCL_NVLS_CHUNKSIZE=4096 while it lives (unset again however the test ends): NVLS runs that wrap the
+// FIFOs many times at small sizes.
+struct SmallNvlsChunk {
+  SmallNvlsChunk() { setenv("NCCL_NVLS_CHUNKSIZE", "4096", 1); }
+  ~SmallNvlsChunk() { unsetenv("NCCL_NVLS_CHUNKSIZE"); }
+};
+
 // Several loops of the ring per channel with Simple's 2 MiB chunks: 4 ranks x 2 MiB = 8 MiB a loop,
 // 20 MiB a channel.
 TEST(Sim, PayloadManyLoops) {
@@ -339,8 +346,12 @@ TEST(Sim, FlowRunsNvlsAsTheStepLevel) {
     CollKind coll;
     const char* algo;
     size_t bytes;
+    int nics = 0;  // what-if: NICs kept per machine (fewer NVLS-Tree heads than GPUs)
   };
   const Point points[] = {
+      {"gb200-nvl72", CollKind::kAllReduce, "nvls", size_t{16} << 20},  // 32 heads over 72 GPUs
+      {"dgx-h100:2", CollKind::kAllReduce, "nvlstree", size_t{64} << 20, 4},
+      {"dgx-h100:3", CollKind::kAllReduce, "nvlstree", size_t{64} << 20, 2},
       {"dgx-h100", CollKind::kAllReduce, "nvls", size_t{16} << 20},
       {"dgx-h100", CollKind::kAllReduce, "nvls", size_t{256} << 20},
       {"dgx-h100", CollKind::kAllGather, "nvls", size_t{64} << 20},
@@ -356,6 +367,7 @@ TEST(Sim, FlowRunsNvlsAsTheStepLevel) {
     cfg.coll = p.coll;
     cfg.algo = p.algo;
     cfg.min_bytes = cfg.max_bytes = p.bytes;
+    cfg.what_if.nics_per_machine = p.nics;
     const auto [step, flow] = at_both_levels(cfg);
     ASSERT_EQ(step.sizes.size(), 1u);
     ASSERT_EQ(flow.sizes.size(), 1u);
@@ -519,10 +531,7 @@ TEST(Sim, NvlsCostsArePaidByNvlsOnly) {
 // also int8), odd counts (a last loop split unevenly over the heads) and sizes that wrap the FIFOs (a
 // 4 KiB NCCL_NVLS_CHUNKSIZE), one and two channels, 8 and 5 ranks: byte-exact on every rank, and NVLS ran.
 TEST(Sim, NvlsPayloadExact) {
-  struct Chunk {  // unset again however the test ends
-    Chunk() { setenv("NCCL_NVLS_CHUNKSIZE", "4096", 1); }
-    ~Chunk() { unsetenv("NCCL_NVLS_CHUNKSIZE"); }
-  } chunk;
+  SmallNvlsChunk chunk;
   struct TypeOps {
     SimType type;
     std::vector<RedOpKind> ops;
@@ -597,10 +606,7 @@ TEST(Sim, NvlsCalibrationPoint) {
 // reduce, bcast and gather each an actor): byte-exact AllReduce on 2 and 3 DGX H100 (16 and 24 ranks),
 // every payload type NVLS reduces with sum/max/min, 1 and 2 channels (the two trees), small NVLS slots.
 TEST(Sim, NvlsTreePayloadExact) {
-  struct Chunk {  // unset again however the test ends
-    Chunk() { setenv("NCCL_NVLS_CHUNKSIZE", "4096", 1); }
-    ~Chunk() { unsetenv("NCCL_NVLS_CHUNKSIZE"); }
-  } chunk;
+  SmallNvlsChunk chunk;
   int cases = 0;
   for (const char* topo : {"dgx-h100:2", "dgx-h100:3"})
     for (int nch : {1, 2})
@@ -625,6 +631,71 @@ TEST(Sim, NvlsTreePayloadExact) {
           }
         }
   EXPECT_GT(cases, 30);
+}
+
+// Fewer NVLS heads than GPUs, as NCCL runs them: 32 heads (NCCL_MAX_NVLS_ARITY) over gb200-nvl72's 72 GPUs,
+// and NVLS-Tree with a head per NIC (4 or 2 NICs kept per DGX H100). Byte-exact in payload mode; every
+// GPU's links to the switch carry the data once each way, a head's 1/heads more (its multicast up, its
+// sum down), at both levels.
+TEST(Sim, NvlsFewerHeadsThanGpus) {
+  SmallNvlsChunk chunk;
+  struct Case {
+    const char* topo;
+    const char* algo;
+    int nics;
+  };
+  for (const Case& c : {Case{"gb200-nvl72", "nvls", 0}, Case{"dgx-h100:2", "nvlstree", 4}, Case{"dgx-h100:3", "nvlstree", 2}})
+    for (SimType type : {SimType::kFloat32, SimType::kInt32})
+      for (size_t count : {size_t{7}, size_t{100003}}) {
+        SimConfig cfg = payload_config(c.topo, CollKind::kAllReduce, c.algo, "", count * sim_type_size(type));
+        cfg.type = type;
+        cfg.op = type == SimType::kInt32 ? RedOpKind::kMax : RedOpKind::kSum;
+        cfg.what_if.nics_per_machine = c.nics;
+        cfg.iters = 1;
+        const SimResult r = run_ok(cfg);
+        ASSERT_EQ(r.sizes.size(), 1u);
+        EXPECT_EQ(r.sizes[0].wrong, 0) << c.topo << " " << sim_type_name(type) << " count " << count;
+        EXPECT_EQ(r.sizes[0].algo, c.nics ? AlgoKind::kNvlsTree : AlgoKind::kNvls) << c.topo;
+      }
+  // The links of gb200-nvl72 at 16 MiB: a head (GPU 0..31) moves the data and its own parts (about 1/32)
+  // up and down its links to the switch, any other GPU the data.
+  SimConfig cfg;
+  cfg.topo = "gb200-nvl72";
+  cfg.algo = "nvls";
+  const size_t bytes = size_t{16} << 20;
+  cfg.min_bytes = cfg.max_bytes = bytes;
+  for (SimLevel level : {SimLevel::kStep, SimLevel::kFlow}) {
+    cfg.level = level;
+    const SimResult r = run_ok(cfg);
+    std::map<std::string, double> up, down;
+    for (const SimLinkLoad& l : r.links) {
+      const size_t arrow = l.name.find("->");
+      const std::string from = l.name.substr(0, arrow), to = l.name.substr(arrow + 2);
+      if (from.find(".gpu") != std::string::npos && to.find(".nvs") != std::string::npos) up[from] += l.bytes;
+      if (from.find(".nvs") != std::string::npos && to.find(".gpu") != std::string::npos) down[to] += l.bytes;
+    }
+    ASSERT_EQ(up.size(), 72u);
+    const double data = static_cast<double>(bytes);
+    double extra_up = 0, extra_down = 0;
+    for (int g = 0; g < 72; ++g) {
+      const std::string name = "m0.gpu" + std::to_string(g) + (level == SimLevel::kStep ? " step" : " flow");
+      const double u = up["m0.gpu" + std::to_string(g)], d = down["m0.gpu" + std::to_string(g)];
+      if (g >= 32) {
+        EXPECT_NEAR(u, data, 1e-6 * data) << name;
+        EXPECT_NEAR(d, data, 1e-6 * data) << name;
+        continue;
+      }
+      // A head's own parts: about 1/32 of the data (the last loop of a channel splits what is left
+      // evenly, rounded to 512 bytes, so the last heads get a little less).
+      EXPECT_GT(u, data * 1.01) << name;
+      EXPECT_LT(u, data * 1.04) << name;
+      EXPECT_NEAR(u, d, 1e-6 * data) << name;
+      extra_up += u - data;
+      extra_down += d - data;
+    }
+    EXPECT_NEAR(extra_up, data, 1e-6 * data);  // the parts of all heads are the data once
+    EXPECT_NEAR(extra_down, data, 1e-6 * data);
+  }
 }
 
 // The NVLS-Tree point on two DGX H100 at 256 MiB: the default choice is NVLSTree (NCCL's tuner), at step
