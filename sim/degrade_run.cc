@@ -42,11 +42,11 @@ bool World::setup_degradation(std::string* error) {
       return false;
     };
     std::map<std::tuple<int, int, int>, std::vector<int>> edges;  // (0 ring / 1 tree, from, to) -> channels
-    if (cfg_.p2p != P2pPattern::kNone) {  // a point-to-point collective: its sends take the model's paths
+    if (cfg_.p2p != P2pPattern::kNone) {  // a point-to-point collective: its sends' paths (PXN: p2p_end)
       for (int r = 0; r < nranks_; ++r)
         p2p_pattern(cfg_.p2p, r, nranks_, cfg_.root, 0, [&](bool send, int peer, size_t) {
           if (!send || peer == r) return;
-          for (int l : platform_->route(rank_gpu_[r], rank_gpu_[peer]))
+          for (int l : platform_->route(p2p_end(r, peer), Platform::End{rank_gpu_[peer]}))
             if (hit.count(platform_->link(l)) != 0) {
               g.carriers.push_back(SimDegraded::Carrier{"p2p", r, peer, {}});
               break;

@@ -257,14 +257,15 @@ Platform::End Platform::normalized(End e, End other) const {
   const int nn = static_cast<int>(topo_.nodes.size());
   const bool apart = e.gpu >= 0 && e.gpu < nn && other.gpu >= 0 && other.gpu < nn &&
                      topo_.nodes[e.gpu].machine != topo_.nodes[other.gpu].machine;
-  if (!apart || e.net == topo_.exit_net(e.gpu)) e.net = -1;
+  if (!apart) e.via = -1;
+  if (!apart || (e.via < 0 && e.net == topo_.exit_net(e.gpu))) e.net = -1;
   return e;
 }
 
 int Platform::end_id(End e) const {
   if (gpu_host(e.gpu) == nullptr) return -1;
   if (e.net < 0) return e.gpu;
-  auto it = ports_.find({e.gpu, e.net});
+  auto it = ports_.find(std::make_tuple(e.gpu, e.net, e.via));
   return it == ports_.end() ? -1 : it->second;
 }
 
@@ -277,13 +278,18 @@ int Platform::end_id(End e, bool create, std::string* error) {
     if (error) *error = topo_.nodes[e.gpu].name + ": node " + std::to_string(e.net) + " is not a NET of its machine";
     return -1;
   }
+  if (e.via >= 0 && (gpu_host(e.via) == nullptr || topo_.nodes[e.via].machine != topo_.nodes[e.gpu].machine)) {
+    if (error) *error = topo_.nodes[e.gpu].name + ": node " + std::to_string(e.via) + " is not a GPU of its machine";
+    return -1;
+  }
   if (sealed_) {
     if (error) *error = topo_.nodes[e.gpu].name + " through " + topo_.nodes[e.net].name + ": the platform is sealed";
     return -1;
   }
   try {
     s4u::Host* gpu = hosts_[e.gpu];
-    s4u::Host* h = zone_->create_host(topo_.nodes[e.gpu].name + "@" + topo_.nodes[e.net].name, gpu->get_speed());
+    const std::string via = e.via >= 0 ? topo_.nodes[e.via].name + "@" : std::string();
+    s4u::Host* h = zone_->create_host(topo_.nodes[e.gpu].name + "@" + via + topo_.nodes[e.net].name, gpu->get_speed());
     h->seal();
     hosts_.push_back(h);
   } catch (const std::exception& x) {
@@ -291,7 +297,7 @@ int Platform::end_id(End e, bool create, std::string* error) {
     return -1;
   }
   const int made = static_cast<int>(hosts_.size()) - 1;
-  ports_.emplace(std::make_pair(e.gpu, e.net), made);
+  ports_.emplace(std::make_tuple(e.gpu, e.net, e.via), made);
   return made;
 }
 
@@ -310,7 +316,8 @@ bool Platform::add_route(End a, End b, std::string* error) {
   a = normalized(a, b);
   b = normalized(b, a);
   auto name = [&](End e) {
-    return topo_.nodes[e.gpu].name + (e.net >= 0 && e.net < nn ? " (by " + topo_.nodes[e.net].name + ")" : std::string());
+    return topo_.nodes[e.gpu].name + (e.via >= 0 && e.via < nn ? " (PXN through " + topo_.nodes[e.via].name + ")" : std::string()) +
+           (e.net >= 0 && e.net < nn ? " (by " + topo_.nodes[e.net].name + ")" : std::string());
   };
   const std::string what = name(a) + " -> " + name(b);
   {
@@ -328,7 +335,18 @@ bool Platform::add_route(End a, End b, std::string* error) {
     routes_->by_pair.emplace(key, std::vector<int>());
     return true;
   }
-  const TopoPath& path = topo_.path_via(a.gpu, b.gpu, a.net, b.net);
+  if (b.via >= 0) return fail("add_route " + what + ": PXN names the sending end only");
+  TopoPath pxn;  // a.via: a -> a.via over NVLink, then a.via's route through a.net
+  if (a.via >= 0) {
+    const TopoPath& hop = topo_.path(a.gpu, a.via);
+    const TopoPath& rest = topo_.path_via(a.via, b.gpu, a.net, b.net);
+    if (hop.type != PathType::kDis && rest.type != PathType::kDis && !hop.links.empty() && !rest.links.empty()) {
+      pxn.type = PathType::kNet;
+      pxn.links = hop.links;
+      pxn.links.insert(pxn.links.end(), rest.links.begin(), rest.links.end());
+    }
+  }
+  const TopoPath& path = a.via >= 0 ? pxn : topo_.path_via(a.gpu, b.gpu, a.net, b.net);
   if (path.type == PathType::kDis || path.links.empty()) {
     return fail("add_route " + what + ": the model has no path between them");
   }

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <utility>
@@ -90,13 +91,17 @@ class Platform {
 
   // One end of a route: a GPU node, and the NET node by which its traffic leaves or enters the GPU's
   // machine (-1: the model's default, Topology::exit_net). The NET matters only between machines: a
-  // network connection takes the NIC its channel's graph chose (graph/channels.h, NetConn).
+  // network connection takes the NIC its channel's graph chose (graph/channels.h, NetConn). `via`
+  // (sending ends only): NCCL's PXN, the GPU of the same machine whose NIC `net` is - the route goes to
+  // it over NVLink first (Topology::pxn_via; a point-to-point send to another machine's rail).
   struct End {
     int gpu = -1;
     int net = -1;
+    int via = -1;
   };
-  // Declares the route from a to b (Topology::path_via: the model's path through those NETs);
-  // idempotent; only before seal(). False with *error when the model has no such path.
+  // Declares the route from a to b (Topology::path_via: the model's path through those NETs; with a.via,
+  // a -> a.via, then a.via's path through a.net); idempotent; only before seal(). False with *error when
+  // the model has no such path.
   bool add_route(End a, End b, std::string* error);
   bool add_route(int gpu_a, int gpu_b, std::string* error) { return add_route(End{gpu_a, -1}, End{gpu_b, -1}, error); }
   // The TopoLink indices of a declared route (empty for a == b, and for a route never declared).
@@ -128,7 +133,7 @@ class Platform {
   Topology topo_;
   simgrid::s4u::NetZone* zone_ = nullptr;
   std::vector<simgrid::s4u::Host*> hosts_;  // by node index (nullptr for non-GPU nodes)
-  std::map<std::pair<int, int>, int> ports_;  // (GPU node, NET node) -> end id (hosts_ index >= nodes)
+  std::map<std::tuple<int, int, int>, int> ports_;  // (GPU, NET, via) -> end id (hosts_ index >= nodes)
   // An end's id: its GPU's node index, or its port host's (hosts_ index); -1 when not a GPU of the
   // platform. `create`: add the port host when missing (before seal()).
   int end_id(End e, bool create, std::string* error);

@@ -382,6 +382,24 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     *error = err;
     return false;
   }
+  // PXN for point-to-point sends between machines (p2p_end): NCCL_PXN_DISABLE (default 0) and
+  // NCCL_P2P_PXN_LEVEL (default 2; cclab models 2 and 0, off).
+  pxn_ = true;
+  if (const char* v = getenv("NCCL_PXN_DISABLE")) {
+    if (std::string(v) != "0" && std::string(v) != "1") {
+      *error = std::string("NCCL_PXN_DISABLE=\"") + v + "\": valid values are 0 (PXN on) and 1 (off)";
+      return false;
+    }
+    pxn_ = std::string(v) == "0";
+  }
+  if (const char* v = getenv("NCCL_P2P_PXN_LEVEL")) {
+    if (std::string(v) != "0" && std::string(v) != "2") {
+      *error = std::string("NCCL_P2P_PXN_LEVEL=\"") + v + "\": cclab models 0 (no PXN) and 2 (NCCL's default: PXN " +
+               "through the peer's rail whenever NVLink reaches its GPU); level 1 is not modelled";
+      return false;
+    }
+    if (std::string(v) == "0") pxn_ = false;
+  }
   // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2): the switch hosts join the platform before
   // it is sealed, by the world that builds it; a world on a shared platform (session.cc: another GPU set
   // of CCLAB_BACKEND=sim) runs NVLS where that world added them. A custom algorithm's world offers the
@@ -467,15 +485,15 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   // ring and tree neighbours take them), and, on a small model, between every pair of GPUs.
   auto route = [&](int a, int b) {
     if (a == b || a < 0 || b < 0) return true;
+    const Platform::End ga = p2p_end(a, b), gb = p2p_end(b, a), ea{rank_gpu_[a]}, eb{rank_gpu_[b]};
     if (shared_platform_) {  // declared by the world that built the platform
-      if (!platform_->route(rank_gpu_[a], rank_gpu_[b]).empty() && !platform_->route(rank_gpu_[b], rank_gpu_[a]).empty())
-        return true;
+      if (!platform_->route(ga, eb).empty() && !platform_->route(gb, ea).empty()) return true;
       err = "no route between " + topo_.nodes[rank_gpu_[a]].name + " and " + topo_.nodes[rank_gpu_[b]].name +
             " was declared: a simulated world declares every GPU pair's route only on models of at most " +
             std::to_string(kAllRoutesMaxGpus) + " GPUs";
       return false;
     }
-    return platform_->add_route(rank_gpu_[a], rank_gpu_[b], &err) && platform_->add_route(rank_gpu_[b], rank_gpu_[a], &err);
+    return platform_->add_route(ga, eb, &err) && platform_->add_route(gb, ea, &err);
   };
   if (all_routes_ && !shared_platform_ && ngpus <= kAllRoutesMaxGpus) {
     // Every GPU pair, and, between machines, through every pair of NICs a channel of the graphs can
@@ -492,6 +510,12 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
         }
         const int ma = topo_.nodes[a].machine, mb = topo_.nodes[b].machine;
         if (ma == mb) continue;
+        int pxn_net = -1;  // point-to-point through PXN (any GPU of the machine may be the proxy's rank)
+        const int via = pxn_ ? topo_.pxn_via(a, b, &pxn_net) : -1;
+        if (via >= 0 && !platform_->add_route(Platform::End{a, pxn_net, via}, Platform::End{b}, &err)) {
+          *error = err;
+          return false;
+        }
         nets.clear();
         for (const TopoGraph* g : {&ring_graph_, &tree_graph_})
           for (int gc = 0; gc < g->nchannels; ++gc)
@@ -605,13 +629,23 @@ const World::ConnRoute& World::conn_route(int channel, int from, int to) {
   auto it = routes_.find(std::make_tuple(channel, from, to));
   if (it != routes_.end()) return it->second;
   if (channel != kP2pChannel) return conn_route(kP2pChannel, from, to);
-  // Point-to-point (and anything setup did not declare): the model's path, when the platform has it.
-  // Without one, the GPUs' hosts: SimGrid reports the missing route when a communication takes it.
-  const Platform::End a{rank_gpu_[from], -1}, b{rank_gpu_[to], -1};
+  // Point-to-point (and anything setup did not declare): the model's path, when the platform has it,
+  // through NCCL's PXN where it applies (p2p_end). Without one, the GPUs' hosts: SimGrid reports the
+  // missing route when a communication takes it.
+  const Platform::End a = p2p_end(from, to), b{rank_gpu_[to], -1};
   auto hosts = platform_->route_hosts(a, b);
   if (hosts.first == nullptr) hosts = {rank_host_[from], rank_host_[to]};
   return routes_.emplace(std::make_tuple(channel, from, to), ConnRoute{hosts.first, hosts.second, &platform_->route(a, b)})
       .first->second;
+}
+
+Platform::End World::p2p_end(int from, int to) const {
+  Platform::End e{rank_gpu_[from], -1, -1};
+  int net = -1;
+  const int via = pxn_ ? topo_.pxn_via(rank_gpu_[from], rank_gpu_[to], &net) : -1;
+  // NCCL's proxy on the intermediate GPU is a rank of the communicator: without one there, no PXN.
+  if (via >= 0 && std::find(rank_gpu_.begin(), rank_gpu_.end(), via) != rank_gpu_.end()) e.net = net, e.via = via;
+  return e;
 }
 
 const World::ConnRoute& World::conn_route(const ConnInfo& send) const {

@@ -308,6 +308,10 @@ class World {
   std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
   NvlsConn& nvls_conn(int channel, int rank, int space);
   bool nvls_setup(std::string* why);
+  // PXN (NCCL_PXN_DISABLE, NCCL_P2P_PXN_LEVEL): whether point-to-point sends between machines go through
+  // the GPU of the peer's rail; the sending end of rank from's point-to-point route to rank to.
+  bool pxn_ = true;
+  Platform::End p2p_end(int from, int to) const;
   int head_nic(int rank) const;
   std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head
   // cfg.algo named a custom algorithm: it, the machine it sees and every rank's peers.

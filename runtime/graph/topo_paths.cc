@@ -362,6 +362,27 @@ const TopoPath& Topology::path_via(int a, int b, int exit, int entry) const {
   return compose_path(a, exit, entry, b);
 }
 
+int Topology::pxn_via(int a, int b, int* net) const {
+  const int n = static_cast<int>(nodes.size());
+  if (a < 0 || b < 0 || a >= n || b >= n || nodes[a].type != TopoNodeType::kGpu || nodes[b].type != TopoNodeType::kGpu ||
+      nodes[a].machine == nodes[b].machine)
+    return -1;
+  const int rail_gpu = gpu_node(nodes[a].machine, nodes[b].dev);  // ncclTopoDevToRank of the peer's device
+  if (rail_gpu < 0) return -1;
+  const int nic = exit_net(rail_gpu);  // ncclTopoGetLocalNet
+  if (nic < 0) return -1;
+  // ncclTopoGetLocalGpu: of the GPUs closest to that NIC, the first whose own NIC it is (else the first).
+  PathType best = PathType::kDis;
+  for (int g : gpus(nodes[a].machine)) best = std::min(best, path(g, nic).type);
+  int via = -1;
+  for (int g : gpus(nodes[a].machine))
+    if (path(g, nic).type == best && (via < 0 || (exit_net(g) == nic && exit_net(via) != nic))) via = g;
+  if (via < 0 || via == a) return -1;
+  if (path(via, a).type > PathType::kNvl || path(via, nic).type > PathType::kP2c) return -1;
+  *net = nic;
+  return via;
+}
+
 const TopoPath& Topology::compose_path(int a, int ea, int eb, int b) const {
   PathCache::Impl* c = cache_.get();
   std::lock_guard<std::mutex> lock(c->mu);

@@ -2,7 +2,7 @@
 # tests/labs/lab08_check_test.sh CASE CCLAB SOURCE_DIR WORK_DIR - `cclab lab check 08` (Your own
 # algorithm) fails where it should, with the hint it should give, and passes the reference solution.
 # One ctest entry per CASE (label labs):
-#   skeleton   the star through rank 0, as committed: exact everywhere, but 0.61x Ring's time at 64 KiB on
+#   skeleton   the star through rank 0, as committed: exact everywhere, but 0.58x Ring's time at 64 KiB on
 #              32 GPUs (target 0.25x) and 0.13x its busbw at 64 MiB on 8 (target 0.75x); no answers (~20 s)
 #   nocompile  a syntax error: the compiler's message, every other check skipped (~2 s)
 #   renamed    kName changed: the hint to keep MyAllReduce (~3 s)

@@ -6,6 +6,7 @@
 // several machine counts and both algorithms.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <utility>
@@ -119,6 +120,64 @@ TEST(SimRoutes, OversubscribedSpineLeavesRailAlignedRingsAlone) {
   ASSERT_EQ(a.sizes.size(), 1u);
   ASSERT_EQ(b.sizes.size(), 1u);
   EXPECT_DOUBLE_EQ(a.sizes[0].time_us, b.sizes[0].time_us);
+}
+
+// NCCL's PXN (Topology::pxn_via, ncclTopoGetNetDev at NCCL_P2P_PXN_LEVEL 2): a point-to-point send to
+// another machine's GPU d leaves by rail d's NIC, through the sending machine's GPU d over NVLink; none
+// where the sender is on rail d, on one machine, or where no NVLink joins the GPUs (PCIe machines).
+TEST(SimRoutes, PxnTakesThePeersRail) {
+  const Model m = model("dgx-h100", 2);
+  const Topology& t = m.topo;
+  int net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 1), t.gpu_node(1, 2), &net), t.gpu_node(0, 2));
+  EXPECT_EQ(net, t.net_node(0, 2));
+  EXPECT_EQ(t.pxn_via(t.gpu_node(1, 7), t.gpu_node(0, 0), &net), t.gpu_node(1, 0));
+  EXPECT_EQ(net, t.net_node(1, 0));
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 2), t.gpu_node(1, 2), &net), -1);  // already rail 2
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 1), t.gpu_node(0, 2), &net), -1);  // one machine
+  const Model p = model("pcie-8gpu-2socket", 2);
+  EXPECT_EQ(p.topo.pxn_via(p.topo.gpu_node(0, 1), p.topo.gpu_node(1, 6), &net), -1);  // no NVLink
+}
+
+// An all-to-all on four DGX H100 with PXN (the default): every send between machines stays on its
+// peer's rail, so no byte crosses the spine and a 4:1 spine costs nothing; NCCL_PXN_DISABLE=1 sends from
+// each GPU's own NIC, across rails: the spine carries it and 4:1 is over 3x slower.
+TEST(SimRoutes, PxnKeepsAllToAllOffTheSpine) {
+  auto all_to_all = [](double oversubscription) {
+    SimConfig cfg;
+    cfg.topo = "dgx-h100:4";
+    cfg.coll = CollKind::kSendRecv;
+    cfg.p2p = P2pPattern::kAllToAll;
+    cfg.fabric.oversubscription = oversubscription;
+    cfg.min_bytes = cfg.max_bytes = size_t{32} << 20;
+    SimResult r;
+    std::string err;
+    EXPECT_TRUE(simulate(cfg, &r, &err)) << err;
+    return r;
+  };
+  const Model m = model("dgx-h100", 4);
+  auto spine_bytes = [&](const SimResult& r) {
+    double b = 0;
+    for (const SimLinkLoad& l : r.links) {
+      const TopoLink& k = m.topo.links.at(l.link);
+      if (m.topo.nodes[k.from].name.find("spine") != std::string::npos ||
+          m.topo.nodes[k.to].name.find("spine") != std::string::npos)
+        b += l.bytes;
+    }
+    return b;
+  };
+  const SimResult a = all_to_all(1), b = all_to_all(4);
+  ASSERT_EQ(a.sizes.size(), 1u);
+  ASSERT_EQ(b.sizes.size(), 1u);
+  EXPECT_EQ(spine_bytes(a), 0.0);
+  EXPECT_EQ(ports(m.topo, a, true).size(), 32u);  // every rail of every machine sends
+  EXPECT_DOUBLE_EQ(a.sizes[0].time_us, b.sizes[0].time_us);
+  setenv("NCCL_PXN_DISABLE", "1", 1);
+  const SimResult c = all_to_all(1), d = all_to_all(4);
+  unsetenv("NCCL_PXN_DISABLE");
+  ASSERT_EQ(d.sizes.size(), 1u);
+  EXPECT_GT(spine_bytes(c), 0.0);
+  EXPECT_GT(d.sizes[0].time_us, 3 * c.sizes[0].time_us);
 }
 
 }  // namespace
