@@ -565,9 +565,11 @@ CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int 
   const RedOp<T> op(w.redop);
   if (w.coll != CollKind::kAllReduce && w.coll != CollKind::kAllGather && w.coll != CollKind::kReduceScatter)
     return false;
-  if (conn.nranks != w.nranks || conn.rank != w.rank || conn.step_bytes <= 0) return false;
+  if (conn.nranks != w.nranks || conn.step_bytes <= 0) return false;
   if (conn.nheads < 1 || conn.nheads > conn.nranks || conn.nheads > kMaxNvlsHeads) return false;
-  if (w.coll != CollKind::kAllReduce && conn.nheads != conn.nranks) return false;  // every rank a head
+  // ReduceScatter's and AllGather's blocks are the heads': every rank a head, its place its rank.
+  // AllReduce's parts are the heads' whatever their ranks (a head is the rank on its GPU).
+  if (w.coll != CollKind::kAllReduce && (conn.nheads != conn.nranks || conn.rank != w.rank)) return false;
   NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles);
   return s.run();
 }

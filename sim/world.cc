@@ -1043,8 +1043,14 @@ bool World::run_tasks(std::vector<Task>& tasks, std::string* error, bool launche
                                           const bool ok = run_task(ex, t);
                                           ex.flush();
                                           transfers_ += ex.transfers();
-                                          if ((!ok || ex.failure() != SimFailure::kNone) && failure.empty())
+                                          if ((!ok || ex.failure() != SimFailure::kNone) && failure.empty()) {
                                             failure = t.custom_failure.empty() ? describe_failure(ex) : t.custom_failure;
+                                            if (failure.empty())  // the schedule refused the work itself
+                                              failure = "rank " + std::to_string(t.w.rank) + " channel " +
+                                                        std::to_string(t.channel) + ": the schedule " +
+                                                        (t.nvls != nullptr ? "(NVLS) " : "") +
+                                                        "refused the operation";
+                                          }
                                           if (hooks_ != nullptr) {
                                             if (--remaining == 0 && joining) hooks_->woken();
                                             hooks_->finished();

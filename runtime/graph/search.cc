@@ -1109,6 +1109,13 @@ bool nvls_groups(const TopoGraph& nvls, const std::vector<int>& rank_machine, co
   out->group.assign(machines.size(), std::vector<int>(nheads, -1));
   out->group_of.assign(nranks, -1);
   out->index.assign(nranks, -1);
+  if (machines.size() == 1 && nranks == nheads) {
+    // One machine, every rank a head (NCCL's graph has a channel per GPU of the communicator, whichever
+    // GPUs those are): rank order, so that a rank's place in the group is its rank, as ReduceScatter's
+    // and AllGather's blocks need.
+    for (int r = 0; r < nranks; ++r) out->group[0][r] = r, out->group_of[r] = 0, out->index[r] = r;
+    return true;
+  }
   for (int r = 0; r < nranks; ++r) {
     const int m = static_cast<int>(std::lower_bound(machines.begin(), machines.end(), rank_machine[r]) - machines.begin());
     out->group_of[r] = m;

@@ -81,7 +81,8 @@ std::vector<std::pair<int, int>> nvls_head_nets(const Topology& topo);
 // NVLS's multicast groups over the ranks of a communicator (NCCL's connectNvls): one per machine that
 // holds ranks, in machine order, its heads first in head order (head h = the rank on the NVLS graph's
 // channel-h GPU, intra[h][0]; NCCL's nvlsHeads), then its other ranks in rank order (they scatter to and
-// gather from the heads only). rank_machine[r] / rank_dev[r]: rank r's machine and GPU dev.
+// gather from the heads only). On one machine whose every rank is a head: rank order, whatever GPUs the
+// ranks play. rank_machine[r] / rank_dev[r]: rank r's machine and GPU dev.
 struct NvlsGroups {
   int nheads = 0;
   std::vector<std::vector<int>> group;  // by group (machine)

@@ -85,6 +85,19 @@ TEST(SimBackendLog, CommunicatorDescribesTheSimulatedMachine) {
   };
   const double two = all_reduce(comms, kRanks), one = all_reduce(sub, 8);
   std::printf("16 MiB all_reduce: %.2f us on 16 ranks, %.2f us on 8\n", two, one);
+  // Ranks that do not play their own-numbered GPU (a reversed device list) and a communicator on GPUs
+  // 4-7 only: NVLS's group is then the ranks in rank order, every one a head, and the sums are exact
+  // (before: the schedule refused every rank's part in silence, and GPUs 4-7 had no NVLS).
+  {
+    ncclComm_t rev[8], upper[4];
+    const int rdevs[8] = {15, 14, 13, 12, 11, 10, 9, 8}, udevs[4] = {12, 13, 14, 15};
+    ASSERT_EQ(ncclCommInitAll(rev, 8, rdevs), ncclSuccess) << ncclGetLastError(nullptr);
+    ASSERT_EQ(ncclCommInitAll(upper, 4, udevs), ncclSuccess) << ncclGetLastError(nullptr);
+    EXPECT_NEAR(all_reduce(rev, 8), one, 0.01 * one);  // the same machine and algorithm: the same time
+    all_reduce(upper, 4);
+    for (ncclComm_t c : rev) ncclCommDestroy(c);
+    for (ncclComm_t c : upper) ncclCommDestroy(c);
+  }
 
   // NVLS on streams: several all_reduces queued back to back (each rank's next one may start before
   // another rank's last has ended), out of place and in place, sum over float and max over int32 (NVLS's
