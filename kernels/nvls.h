@@ -27,8 +27,9 @@
 //   scatter   every rank: for each head h, wait until head h has freed slot s of its reduce FIFO (the
 //             head counter of this rank's copy, which h writes with a multicast store), copy input part h
 //             into this rank's copy, post this rank's copy's tail;
-//   reduce    head me (ranks that are no head skip it): wait until every rank's copy of its reduce FIFO holds step s (NCCL reads the tail
-//             through the multicast address with a min reduction: NCCL_NVLS_MIN_POLL) and every rank
+//   reduce    head me (a rank that is no head skips it): wait until every rank's copy of its reduce FIFO
+//             holds step s (NCCL reads the tail through the multicast address with a min reduction:
+//             NCCL_NVLS_MIN_POLL) and every rank
 //             has drained slot s of its broadcast FIFO; load-reduce the slot over the group, multicast
 //             the result into slot s of the broadcast FIFO (AllReduce; ReduceScatter writes it to the
 //             head's own output instead); multicast-post both counters;
@@ -557,6 +558,13 @@ class NvlsSchedule {
   const NvlsTreeConns* tree_;  // NVLS-Tree: this head's tree connections; nullptr: NVLS on one machine
 };
 
+// A view both runners accept: a group of 1 .. kMaxNvlsRanks ranks, 1 .. kMaxNvlsHeads heads among them,
+// this rank one of them, FIFO slots of some bytes.
+CCLAB_HD inline bool nvls_conn_ok(const NvlsConn& c) {
+  return c.nranks >= 1 && c.nranks <= kMaxNvlsRanks && c.nheads >= 1 && c.nheads <= c.nranks &&
+         c.nheads <= kMaxNvlsHeads && c.rank >= 0 && c.rank < c.nranks && c.step_bytes > 0;
+}
+
 // Runs channel `channel` of NVLS collective w (AllReduce, ReduceScatter, AllGather; Simple protocol) on
 // this rank over `conn`: the roles in `roles` (kNvlsAllRoles: the whole schedule). Returns false if the
 // executor stopped (aborted, a size mismatch).
@@ -565,8 +573,7 @@ CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int 
   const RedOp<T> op(w.redop);
   if (w.coll != CollKind::kAllReduce && w.coll != CollKind::kAllGather && w.coll != CollKind::kReduceScatter)
     return false;
-  if (conn.nranks != w.nranks || conn.step_bytes <= 0) return false;
-  if (conn.nheads < 1 || conn.nheads > conn.nranks || conn.nheads > kMaxNvlsHeads) return false;
+  if (!nvls_conn_ok(conn) || conn.nranks != w.nranks) return false;
   // ReduceScatter's and AllGather's blocks are the heads': every rank a head, its place its rank.
   // AllReduce's parts are the heads' whatever their ranks (a head is the rank on its GPU).
   if (w.coll != CollKind::kAllReduce && (conn.nheads != conn.nranks || conn.rank != w.rank)) return false;
@@ -575,15 +582,15 @@ CCLAB_HD bool run_nvls_channel(Exec& ex, const CollWork& w, NvlsConn& conn, int 
 }
 
 // Runs channel `channel` of NVLS-Tree AllReduce w on this rank: `conn` is its machine's NVLS group (this
-// rank = group rank conn.rank, a head if below conn.nheads), `tree` its connections (a head's) on the channel's tree of machines; the roles in `roles`
-// (kNvlsAllRoles: the whole schedule, scatter, reduce, bcast, gather per loop). Returns false if the
+// rank = group rank conn.rank, a head if below conn.nheads), `tree` its connections (a head's) on the
+// channel's tree of machines; the roles in `roles` (kNvlsAllRoles: the whole schedule, scatter, reduce,
+// bcast, gather per loop). Returns false if the
 // executor stopped or the work is not an AllReduce.
 template <typename T, typename Exec>
 CCLAB_HD bool run_nvls_tree_channel(Exec& ex, const CollWork& w, NvlsConn& conn, const NvlsTreeConns& tree,
                                     int channel, int roles = kNvlsAllRoles) {
   const RedOp<T> op(w.redop);
-  if (w.coll != CollKind::kAllReduce || conn.nranks < 1 || conn.nranks > w.nranks || conn.step_bytes <= 0) return false;
-  if (conn.nheads < 1 || conn.nheads > conn.nranks || conn.nheads > kMaxNvlsHeads) return false;
+  if (w.coll != CollKind::kAllReduce || !nvls_conn_ok(conn) || conn.nranks > w.nranks) return false;
   if (tree.ndown < 0 || tree.ndown > kMaxNvlsTreeArity) return false;
   NvlsSchedule<T, Exec> s(ex, op, w, conn, channel, roles, &tree);
   return s.run();
