@@ -60,7 +60,6 @@ struct BlockWork {
   uint64_t record_capacity;
   uint64_t stuck_spins;        // spins before a wait reports itself in status (0: kBlockStuckSpins)
   const PatConns* pat;         // kBlockPat: the channel's connections per dimension (conn[] is unused)
-  void* scratch;               // kBlockPat: pat_scratch_bytes(coll) bytes for a reduce_scatter's partial sums
   const CustomPeerConn* custom_peers;  // kBlockCustom: the channel's declared peers (conn[] is unused)
   int32_t custom_npeers;
   CustomTopo custom_topo;              // kBlockCustom: the machine the algorithm sees
@@ -92,7 +91,7 @@ CCLAB_HD bool run_pat_block(Block& b, Ex& ex, const BlockWork& w) {
     pc.send_up[d] = mine(w.pat->send_up[d]);
     pc.recv_down[d] = mine(w.pat->recv_down[d]);
   }
-  bool ok = w.pat != nullptr && run_pat_channel<T>(ex, w.coll, pc, w.channel, static_cast<T*>(w.scratch));
+  bool ok = w.pat != nullptr && run_pat_channel<T>(ex, w.coll, pc, w.channel);
   ok = ex.finish(ok);
   if (b.tid() == 0)
     for (int i = 0; i < nlocal; ++i) orig[i]->step = local[i].step;

@@ -6,37 +6,33 @@
 // every rank exactly once (the bandwidth of a ring), but along a binomial tree instead of a chain, so a
 // block is log2(nranks) hops from its furthest rank instead of nranks - 1.
 //
-// all_gather (NCCL's PatAGAlgorithm, without its aggregation): the block of rank q reaches rank q - s
-// through the hops of s's set bits, highest first. At step s (s = 1 .. nranks-1) every rank, with
-// d = lowest set bit of s and t = s - 2^d,
-//     sends block (rank + t) to rank - 2^d    (its own block when t = 0, else one it received at step t)
-//     receives block (rank + s) from rank + 2^d
-// both on dimension d at once (Primitives::exchange), so every step is a matched pair of transfers and
-// the steps never deadlock. Steps go in increasing s: block rank + t arrived at step t < s.
+// The operations and their order are NCCL's, aggregation included (kernels/pat_plan.h): each operation
+// moves one block between this rank's buffers and the FIFO slots of two of its dimensions' connections.
+//   all_gather (NCCL's patCopy): the block comes from the input or from a receive slot (read in place;
+//     waiting for its step), goes to a send slot and, the first time this rank sees it, to the output.
+//   reduce_scatter (NCCL's patReduce): a received partial sum (if any) is added to the partial sum of the
+//     same block in the send slot it will leave from - or in the output, for this rank's own block -
+//     which the first operation to write that place starts from this rank's input.
+// A FIFO step carries several blocks when a channel's share is small, and a group of blocks for one
+// dimension fills up to NCCL_STEPS steps before anyone waits for them: a small call takes about
+// log2(nranks) rounds of messages, not nranks - 1.
 //
-// reduce_scatter (NCCL's PatRSAlgorithm, without its aggregation) is the same trees run backwards, in
-// decreasing s (NCCL's order): at step s every rank
-//     sends its partial sum of block (rank + s) to rank + 2^d
-//     receives from rank - 2^d a partial sum of block (rank + t), reduced into its own partial of it
-// The partial of block rank + t gathers the contributions of steps t + 2^e (e below t's lowest set bit)
-// before step t sends it on (t = 0: the output, finished at step 1 with the op's post function). NCCL
-// accumulates it in the destination's FIFO slot; cclab's primitives post a slot when they fill it, so the
-// partial waits in a scratch chunk instead, one per dimension: the partials with the same lowest set bit
-// are never open at the same time (pat_scratch_elems).
+//   all_gather, 8 ranks, one block per step (rank 0's view; "s" is block rank + s)
+//     send 0 -> 4 (dim 2)   send 0 -> 6 (dim 1)   recv 4 <- dim 2, send it -> 6   send 0 -> 7 (dim 0)
+//     recv 2 <- dim 1, send it -> 7   recv 4 (in place), send it -> 7   recv 6 <- dim 1, send it -> 7
+//     recv 1, 3, 5, 7 <- dim 0
 //
-//   all_gather, 8 ranks, rank 0's view    step s: send block (t) to -2^d, receive block (s) from +2^d
-//     s=1 d=0: send 0 -> 7, recv 1 <- 1      s=5 d=0: send 4 -> 7, recv 5 <- 1
-//     s=2 d=1: send 0 -> 6, recv 2 <- 2      s=6 d=1: send 4 -> 6, recv 6 <- 2
-//     s=3 d=0: send 2 -> 7, recv 3 <- 1      s=7 d=0: send 6 -> 7, recv 7 <- 1
-//     s=4 d=2: send 0 -> 4, recv 4 <- 4
-//
-// Differences from NCCL's kernel (docs/tuner.md, "PAT"): NCCL aggregates several steps' blocks into one
-// FIFO step when a channel's share is small (aggFactor, parallelFactor) and reads the received blocks in
-// place from the peer's buffer; cclab moves one block per step through the usual FIFO credits.
+// What cclab does not reproduce of NCCL's kernel: NCCL runs up to 16 operations of a group at once
+// (parallelFactor, on its warps), cclab one after the other (the same waits and posts in the same order:
+// within a group no operation posts before another waits). NCCL reads a peer's FIFO over NVLink with
+// P2P read; cclab's P2P connections write the receiver's FIFO as for every other algorithm.
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "kernels/fifo.h"
+#include "kernels/pat_plan.h"
 #include "kernels/platform.h"
 #include "kernels/primitives.h"
 #include "kernels/protocols.h"
@@ -44,18 +40,8 @@
 
 namespace cclab {
 
-// Most dimensions (2^24 ranks).
-constexpr int kMaxPatDims = 24;
-
 // PAT's protocol: Simple with one step per chunk (NCCL's chunkSteps = 1 outside Ring).
 using ProtoPat = ProtoSimpleOne;
-
-// Dimensions of `nranks` ranks: the d with 2^d < nranks.
-CCLAB_HD inline int pat_dims(int nranks) {
-  int d = 0;
-  while (d < kMaxPatDims && (1 << d) < nranks) ++d;
-  return d;
-}
 
 // The peer of `rank` along dimension d: rank + 2^d (up) or rank - 2^d, mod nranks.
 CCLAB_HD inline int pat_peer(int rank, int nranks, int d, bool up) {
@@ -63,15 +49,8 @@ CCLAB_HD inline int pat_peer(int rank, int nranks, int d, bool up) {
   return up ? (rank + dist) % nranks : (rank - dist + nranks) % nranks;
 }
 
-// Lowest set bit of s > 0.
-CCLAB_HD inline int pat_low_bit(int s) {
-  int d = 0;
-  while (((s >> d) & 1) == 0) ++d;
-  return d;
-}
-
-// This rank's connections on one channel, per dimension (the same ConnInfo may appear twice when two
-// distances reach the same rank, e.g. +2 and -1 among 3 ranks).
+// This rank's connections on one channel, per dimension (the same ConnInfo may appear in two of the arrays
+// when two distances reach the same rank, e.g. +2 and -1 among 3 ranks; never twice in one array).
 struct PatConns {
   int ndims = 0;
   ConnInfo* send_down[kMaxPatDims] = {};  // to rank - 2^d   (all_gather)
@@ -92,7 +71,7 @@ CCLAB_HD inline size_t pat_chunk_bytes(CollKind coll, int buff_bytes, size_t byt
   return chunk / grain * grain > 0 ? chunk / grain * grain : grain;
 }
 
-// Elements of one channel's chunk (what pat_scratch_elems and the schedules use).
+// Elements of one channel's chunk (what the schedules use).
 template <typename T>
 CCLAB_HD inline size_t pat_chunk_elems(const CollWork& w) {
   const size_t grain = ProtoPat::kGrainBytes / sizeof(T) > 0 ? ProtoPat::kGrainBytes / sizeof(T) : 1;
@@ -100,127 +79,183 @@ CCLAB_HD inline size_t pat_chunk_elems(const CollWork& w) {
   return chunk > 0 ? chunk : grain;
 }
 
-// Scratch elements a channel of reduce_scatter needs (0 for all_gather): one chunk per dimension above
-// the first, for the partial sums in flight.
-template <typename T>
-CCLAB_HD inline size_t pat_scratch_elems(const CollWork& w) {
-  if (w.coll != CollKind::kReduceScatter) return 0;
-  const int dims = pat_dims(w.nranks);
-  return dims > 1 ? static_cast<size_t>(dims - 1) * pat_chunk_elems<T>(w) : 0;
-}
-
-// Bytes of scratch a channel of `w` needs, whatever its datatype (an upper bound of
-// pat_scratch_elems<T>(w) x sizeof(T)).
-CCLAB_HD inline size_t pat_scratch_bytes(const CollWork& w) {
-  if (w.coll != CollKind::kReduceScatter) return 0;
-  const int dims = pat_dims(w.nranks);
-  const size_t chunk = w.chunk_bytes > static_cast<size_t>(ProtoPat::kGrainBytes) ? w.chunk_bytes : ProtoPat::kGrainBytes;
-  return dims > 1 ? static_cast<size_t>(dims - 1) * chunk : 0;
-}
-
 namespace pat_detail {
 
-// One step: sends n elements from src + src_off on `send` while receiving n into dst + dst_off from
-// `recv`, reduced with `acc` when it is not null. src_final / acc_final: already through the op's pre
-// function. The offsets are the ones the step records carry (which chunk of which buffer).
+// Runs a channel's operations (pat_plan.h) on this rank: the waits, the data loop and the posts of NCCL's
+// patCopy / patReduce. The positions of what was already written (NCCL's accSize: per dimension, the
+// end of the furthest place of the receive stream (all_gather) or the send stream (reduce_scatter) seen
+// so far, steps x slot elements + offset; and the same for the output or input) tell a first write of a
+// place from a later one.
 template <typename T, typename Exec>
-CCLAB_HD bool step(Exec& exec, const RedOp<T>& op, const CollWork& w, int channel, ConnInfo* recv, ConnInfo* send,
-                   const T* src, size_t src_off, bool src_final, T* dst, size_t dst_off, const T* acc, bool acc_final,
-                   size_t n, bool post) {
-  Primitives<T, ProtoPat, Exec> p(exec, op, recv, send, src, dst, w.rank, channel, w.coll, w.op_count);
-  p.set_source(src, src_final);
-  p.exchange(src_off, n, acc, acc_final, dst_off, n, post);
-  return !p.aborted();
-}
+struct PatRunner {
+  Exec& exec;
+  const RedOp<T>& op;
+  const CollWork& w;
+  const PatConns& c;
+  int channel;
+  const T* in;
+  T* out;
+  bool gather;
+  uint64_t acc[kMaxPatDims] = {};
+  uint64_t local_acc = 0;
+
+  CCLAB_HD PatRunner(Exec& e, const RedOp<T>& o, const CollWork& work, const PatConns& conns, int ch)
+      : exec(e), op(o), w(work), c(conns), channel(ch), in(static_cast<const T*>(work.send)),
+        out(static_cast<T*>(work.recv)), gather(work.coll == CollKind::kAllGather) {}
+
+  CCLAB_HD static uint64_t place(const ConnInfo* k, uint64_t step, int off, size_t n) {
+    return step * static_cast<uint64_t>(k->step_bytes / static_cast<int>(sizeof(T))) + static_cast<uint64_t>(off) + n;
+  }
+
+  // Waits for the data of receive step `step` and checks the sender put at least `off + n` elements in it.
+  CCLAB_HD bool wait_data(ConnInfo* k, uint64_t step, int off, size_t n, PrimKind prim) {
+    const WaitSite ws{w.rank, channel, k->peer, step + 1, true, prim};
+    if (!exec.wait_ge(&k->hdr->tail, step + 1, ws)) return false;
+    const size_t need = (static_cast<size_t>(off) + n) * sizeof(T);
+    const int32_t got = k->hdr->sizes[step % kNcclSteps];
+    return !(got < static_cast<int32_t>(need) && exec.size_mismatch(ws, need, got));
+  }
+  // Waits for the credit of send step `step`.
+  CCLAB_HD bool wait_credit(ConnInfo* k, uint64_t step, PrimKind prim) {
+    const WaitSite ws{w.rank, channel, k->peer, step + 1, false, prim};
+    const uint64_t need = step + 1 > static_cast<uint64_t>(kNcclSteps) ? step + 1 - kNcclSteps : 0;
+    return exec.wait_ge(&k->hdr->head, need, ws);
+  }
+  // Posts the connection's current send step, filled up to `off + n` elements (NCCL records that size for
+  // its proxy; cclab's receivers check it), and starts its transfer.
+  CCLAB_HD void post_send(ConnInfo* k, int off, size_t n) {
+    const uint64_t step = k->step;
+    const size_t bytes = (static_cast<size_t>(off) + n) * sizeof(T);
+    if (exec.lane() == 0) {
+      k->hdr->sizes[step % kNcclSteps] = static_cast<int32_t>(bytes);
+      k->hdr->ends[step % kNcclSteps] = step + 1;
+    }
+    exec.wire(*k, bytes);
+    k->step = step + 1;
+    exec.post(&k->hdr->tail, k->step);
+  }
+  CCLAB_HD void post_recv(ConnInfo* k) {
+    k->step += 1;
+    exec.post(&k->hdr->head, k->step);
+  }
+  CCLAB_HD void observe(PrimKind prim, const ConnInfo* s, const ConnInfo* r, uint64_t step, size_t n, size_t ix,
+                        double t0, double td) {
+    StepRecord rec{w.rank, channel, s ? s->peer : -1, r ? r->peer : -1, step, prim, w.coll, w.op_count,
+                   n * sizeof(T), t0, exec.now_us(), static_cast<uint64_t>(ix * sizeof(T)), td};
+    exec.observe(rec);
+  }
+
+  // all_gather: a block from the input or a receive slot to a send slot and (the first time) the output.
+  CCLAB_HD bool copy(const PatOp& o) {
+    ConnInfo* const r = o.recv_dim >= 0 ? c.recv_up[o.recv_dim] : nullptr;
+    ConnInfo* const s = o.send_dim >= 0 ? c.send_down[o.send_dim] : nullptr;
+    const PrimKind prim = r && s ? PrimKind::kRecvCopySend : r ? PrimKind::kRecv : PrimKind::kCopySend;
+    const size_t n = o.nelem;
+    const bool obs = exec.observing();
+    const double t0 = obs ? exec.now_us() : 0.0;
+    const T* src = nullptr;
+    bool to_out = false;
+    const uint64_t rstep = r ? r->step + static_cast<uint64_t>(o.step_off) : 0, sstep = s ? s->step : 0;
+    if (r) {
+      if (!wait_data(r, rstep, o.recv_off, n, prim)) return false;
+      src = reinterpret_cast<const T*>(r->slot(rstep)) + o.recv_off;
+      const uint64_t at = place(r, rstep, o.recv_off, n);
+      to_out = at > acc[o.recv_dim];
+      if (to_out) acc[o.recv_dim] = at;
+    } else {
+      src = in + o.in_ix;
+      const uint64_t at = o.in_ix + n;
+      to_out = at > local_acc && src != out + o.out_ix;  // in place: the output already holds it
+      if (at > local_acc) local_acc = at;
+    }
+    if (s && !wait_credit(s, sstep, prim)) return false;
+    const double td = obs ? exec.now_us() : 0.0;
+    T* const dout = to_out ? out + o.out_ix : static_cast<T*>(nullptr);
+    if (n > 0) {
+      if (s)
+        exec.reduce_copy(op, reinterpret_cast<T*>(s->slot(sstep)) + o.send_off, dout, static_cast<const T*>(nullptr),
+                         src, n, false, false);
+      else if (dout)
+        exec.reduce_copy(op, dout, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), src, n, false, false);
+    }
+    if (s && o.post_send) post_send(s, o.send_off, n);
+    if (r && o.post_recv) post_recv(r);
+    if (obs) observe(prim, s, r, s ? sstep : rstep, n, o.out_ix, t0, td);
+    return true;
+  }
+
+  // reduce_scatter: a received partial sum (if any) into the partial sum of the same block in a send slot
+  // or the output, which its first write starts from this rank's input.
+  CCLAB_HD bool reduce(const PatOp& o) {
+    ConnInfo* const r = o.recv_dim >= 0 ? c.recv_down[o.recv_dim] : nullptr;
+    ConnInfo* const s = o.send_dim >= 0 ? c.send_up[o.send_dim] : nullptr;
+    const PrimKind prim = r && s ? PrimKind::kRecvReduceSend : r ? PrimKind::kRecvReduceCopy : PrimKind::kSend;
+    const size_t n = o.nelem;
+    const bool obs = exec.observing();
+    const double t0 = obs ? exec.now_us() : 0.0;
+    const uint64_t rstep = r ? r->step : 0, sstep = s ? s->step + static_cast<uint64_t>(o.step_off) : 0;
+    const T* got = nullptr;
+    if (r) {
+      if (!wait_data(r, rstep, o.recv_off, n, prim)) return false;
+      got = reinterpret_cast<const T*>(r->slot(rstep)) + o.recv_off;
+    }
+    T* dst = nullptr;
+    bool fresh = false;
+    if (s) {
+      if (!wait_credit(s, sstep, prim)) return false;
+      dst = reinterpret_cast<T*>(s->slot(sstep)) + o.send_off;
+      const uint64_t at = place(s, sstep, o.send_off, n);
+      fresh = at > acc[o.send_dim];
+      if (fresh) acc[o.send_dim] = at;
+    } else {
+      dst = out + o.out_ix;
+      const uint64_t at = o.out_ix + n;
+      fresh = at > local_acc;
+      if (fresh) local_acc = at;
+    }
+    const double td = obs ? exec.now_us() : 0.0;
+    if (n > 0) {
+      if (fresh)  // the first write of this place: this rank's input joins (through the op's pre function)
+        exec.reduce_copy(op, dst, static_cast<T*>(nullptr), got, in + o.in_ix, n, true, o.last);
+      else if (got != nullptr || o.last)
+        exec.reduce_copy(op, dst, static_cast<T*>(nullptr), got, dst, n, false, o.last);
+    }
+    if (s && o.post_send) post_send(s, o.send_off, n);
+    if (r && o.post_recv) post_recv(r);
+    if (obs) observe(prim, s, r, s ? sstep : rstep, n, o.in_ix, t0, td);
+    return true;
+  }
+
+  CCLAB_HD bool operator()(const PatOp& o) { return gather ? copy(o) : reduce(o); }
+};
 
 }  // namespace pat_detail
 
-// PAT all_gather of channel `channel` (see the top of this file). False once the executor aborted.
-template <typename T, typename Exec>
-CCLAB_HD bool pat_all_gather(Exec& exec, const RedOp<T>& op, const CollWork& w, const PatConns& c, int channel) {
-  const size_t grain = ProtoPat::kGrainBytes / sizeof(T) > 0 ? ProtoPat::kGrainBytes / sizeof(T) : 1;
-  const Range r = channel_range(w.count, channel, w.nchannels, grain);
-  const size_t chunk = pat_chunk_elems<T>(w);
-  const int n = w.nranks, me = w.rank;
-  const T* in = static_cast<const T*>(w.send);
-  T* out = static_cast<T*>(w.recv);
-  const bool in_place = in == out + static_cast<size_t>(me) * w.count;
-  auto at = [&](int s, size_t o) { return static_cast<size_t>((me + s) % n) * w.count + o; };
-  auto block = [&](int s, size_t o) { return out + at(s, o); };
-  for (size_t base = 0; base < r.size(); base += chunk) {
-    const size_t len = min_sz(chunk, r.size() - base);
-    const size_t o = r.lo + base;
-    if (!in_place)
-      exec.reduce_copy(op, block(0, o), static_cast<T*>(nullptr), static_cast<const T*>(nullptr), in + o, len, false,
-                       false);
-    for (int s = 1; s < n; ++s) {
-      const int d = pat_low_bit(s), t = s - (1 << d);
-      const bool from_input = t == 0 && !in_place;
-      if (!pat_detail::step(exec, op, w, channel, c.recv_up[d], c.send_down[d], from_input ? in : out,
-                            from_input ? o : at(t, o), true, out, at(s, o), static_cast<const T*>(nullptr), true, len,
-                            false))
-        return false;
-    }
-  }
-  return true;
-}
-
-// PAT reduce_scatter of channel `channel` (see the top of this file); `scratch` holds
-// pat_scratch_elems<T>(w) elements of this channel. False once the executor aborted.
-template <typename T, typename Exec>
-CCLAB_HD bool pat_reduce_scatter(Exec& exec, const RedOp<T>& op, const CollWork& w, const PatConns& c, int channel,
-                                 T* scratch) {
-  const size_t grain = ProtoPat::kGrainBytes / sizeof(T) > 0 ? ProtoPat::kGrainBytes / sizeof(T) : 1;
-  const Range r = channel_range(w.count, channel, w.nchannels, grain);
-  const size_t chunk = pat_chunk_elems<T>(w);
-  const int n = w.nranks, me = w.rank, dims = pat_dims(n);
-  const T* in = static_cast<const T*>(w.send);
-  T* out = static_cast<T*>(w.recv);
-  auto at = [&](int s, size_t o) { return static_cast<size_t>((me + s) % n) * w.count + o; };
-  // The partial sum of block rank + s (lowest set bit L >= 1) waits in scratch chunk L - 1.
-  auto partial = [&](int low) { return static_cast<size_t>(low - 1) * chunk; };
-  for (size_t base = 0; base < r.size(); base += chunk) {
-    const size_t len = min_sz(chunk, r.size() - base);
-    const size_t o = r.lo + base;
-    for (int s = n - 1; s >= 1; --s) {
-      const int d = pat_low_bit(s), t = s - (1 << d);
-      // What goes to rank + 2^d: my input of block rank + s, plus what arrived for it at steps s + 2^e
-      // (e < d; the first of them is s + 1).
-      const bool gathered = d > 0 && s + 1 < n;
-      // Where the contribution for block rank + t lands, and whether it is the first one.
-      const int low = t == 0 ? dims : pat_low_bit(t);
-      bool first = true;
-      for (int e = d + 1; e < low; ++e)
-        if (t + (1 << e) < n) first = false;
-      T* dst = t == 0 ? out : scratch;
-      const size_t dst_off = t == 0 ? o : partial(low);
-      const T* acc = first ? in + at(t, o) : dst + dst_off;
-      if (!pat_detail::step(exec, op, w, channel, c.recv_down[d], c.send_up[d], gathered ? scratch : in,
-                            gathered ? partial(d) : at(s, o), gathered, dst, dst_off, acc, !first, len,
-                            t == 0 && s == 1))
-        return false;
-    }
-  }
-  return true;
-}
-
 // Runs channel `channel` of a PAT all_gather / reduce_scatter on this rank (Simple protocol): `conns` are
-// this rank's connections along every dimension, `scratch` pat_scratch_elems<T>(w) elements. Returns
-// false if the executor aborted.
+// this rank's connections along every dimension. Returns false if the executor aborted.
 template <typename T, typename Exec>
-CCLAB_HD bool run_pat_channel(Exec& exec, const CollWork& w, const PatConns& conns, int channel, T* scratch) {
+CCLAB_HD bool run_pat_channel(Exec& exec, const CollWork& w, const PatConns& conns, int channel) {
   const RedOp<T> op(w.redop);
+  const size_t grain = ProtoPat::kGrainBytes / sizeof(T) > 0 ? ProtoPat::kGrainBytes / sizeof(T) : 1;
+  const Range r = channel_range(w.count, channel, w.nchannels, grain);
+  if (w.coll != CollKind::kAllGather && w.coll != CollKind::kReduceScatter) return false;
   if (w.nranks == 1) {
-    const size_t grain = ProtoPat::kGrainBytes / sizeof(T) > 0 ? ProtoPat::kGrainBytes / sizeof(T) : 1;
-    const Range r = channel_range(w.count, channel, w.nchannels, grain);
     const bool red = w.coll == CollKind::kReduceScatter;
     exec.reduce_copy(op, static_cast<T*>(w.recv) + r.lo, static_cast<T*>(nullptr), static_cast<const T*>(nullptr),
                      static_cast<const T*>(w.send) + r.lo, r.size(), red, red);
     return true;
   }
-  if (w.coll == CollKind::kAllGather) return pat_all_gather<T>(exec, op, w, conns, channel);
-  if (w.coll == CollKind::kReduceScatter) return pat_reduce_scatter<T>(exec, op, w, conns, channel, scratch);
-  return false;
+  if (r.size() == 0) return true;  // every rank's share of this channel is empty: nothing to say
+  const size_t chunk = pat_chunk_elems<T>(w);
+  const PatShape shape = pat_shape(w.nranks, chunk * sizeof(T), r.size() * sizeof(T));
+  pat_detail::PatRunner<T, Exec> run(exec, op, w, conns, channel);
+  for (size_t base = 0; base < r.size(); base += chunk) {
+    const size_t len = min_sz(chunk, r.size() - base);
+    const bool ok = w.coll == CollKind::kAllGather ? pat_ag_chunk_ops(shape, w.rank, w.count, r.lo + base, len, run)
+                                                   : pat_rs_chunk_ops(shape, w.rank, w.count, r.lo + base, len, run);
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace cclab

@@ -8,7 +8,7 @@ namespace sim {
 #define CCLAB_DECLARE(NAME)                                                                                 \
   bool sim_coll_##NAME(SimExec&, const CollWork&, const RingView&, int, ConnInfo*, ConnInfo*);              \
   bool sim_tree_##NAME(SimExec&, const CollWork&, const TreeLinks&, const TreeConns&, int);                \
-  bool sim_pat_##NAME(SimExec&, const CollWork&, const PatConns&, int, void*);                             \
+  bool sim_pat_##NAME(SimExec&, const CollWork&, const PatConns&, int);                                    \
   bool sim_nvls_##NAME(SimExec&, const CollWork&, NvlsConn&, int, int, const NvlsTreeConns*);
 CCLAB_DECLARE(int8)
 CCLAB_DECLARE(uint8)

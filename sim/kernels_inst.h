@@ -18,9 +18,8 @@
                        int channel) {                                                                 \
     return run_tree_channel<T, SimExec>(exec, w, tree, conns, channel);                               \
   }                                                                                                   \
-  bool sim_pat_##NAME(SimExec& exec, const CollWork& w, const PatConns& conns, int channel,            \
-                      void* scratch) {                                                                \
-    return run_pat_channel<T, SimExec>(exec, w, conns, channel, static_cast<T*>(scratch));            \
+  bool sim_pat_##NAME(SimExec& exec, const CollWork& w, const PatConns& conns, int channel) {          \
+    return run_pat_channel<T, SimExec>(exec, w, conns, channel);                                      \
   }                                                                                                   \
   bool sim_nvls_##NAME(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles,      \
                        const NvlsTreeConns* tree) {                                                   \

@@ -896,10 +896,6 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
         t.pconns.send_up[d] = &conn(c, r, up, ch.proto, space).send_info;
         t.pconns.recv_up[d] = &conn(c, up, r, ch.proto, space).recv_info;
       }
-      // The reduce_scatter's partial sums: real memory with payloads, else the phantom range (only the
-      // data loops' time is simulated).
-      if (cfg_.payload || w.send != static_cast<const void*>(phantom()))
-        t.pat_scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
     } else if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree) {
       // NCCL's scatter, reduce, (NVLS-Tree: broadcast,) gather warps: an actor each, so that they overlap.
       t.nvls_fn = sim_nvls_kernel(type);
@@ -1006,8 +1002,7 @@ bool World::run_task(SimExec& ex, const Task& t) {
     return true;
   }
   if (t.pat_fn != nullptr)
-    return t.pat_fn(ex, t.w, t.pconns, t.channel,
-                    t.pat_scratch != nullptr ? static_cast<void*>(t.pat_scratch->data()) : phantom() + (size_t{1} << 38));
+    return t.pat_fn(ex, t.w, t.pconns, t.channel);
   if (t.nvls != nullptr) {
     // Every role counts the same steps from where the channel stood when the tasks were made (an actor may
     // run to its end before another of the same channel starts); the gather role keeps them.

@@ -65,7 +65,7 @@ using SimCollFn = bool (*)(SimExec& exec, const CollWork& w, const RingView& rin
                            ConnInfo* send);
 using SimTreeFn = bool (*)(SimExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
                            int channel);
-using SimPatFn = bool (*)(SimExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
+using SimPatFn = bool (*)(SimExec& exec, const CollWork& w, const PatConns& conns, int channel);
 // The schedules instantiated for the simulator (kernels_<type>.cc); nullptr for a type not built.
 // tree == nullptr: NVLS on one machine; else NVLS-Tree with the head's connections on the channel's tree.
 using SimNvlsFn = bool (*)(SimExec& exec, const CollWork& w, NvlsConn& conn, int channel, int roles,
@@ -244,9 +244,8 @@ class World {
     const TreeLinks* tree = nullptr;  // tree all_reduce: this rank's links
     SimCollFn ring_fn = nullptr;
     SimTreeFn tree_fn = nullptr;
-    SimPatFn pat_fn = nullptr;  // PAT all_gather / reduce_scatter: its connections and scratch
+    SimPatFn pat_fn = nullptr;  // PAT all_gather / reduce_scatter: its connections
     PatConns pconns{};
-    std::shared_ptr<std::vector<uint64_t>> pat_scratch;
     NvlsConn* nvls = nullptr;  // NVLS: this rank's view of the channel's NVLS memory
     int nvls_role = 0;         // NVLS: the role this actor plays (kNvlsScatter / kNvlsReduce / kNvlsGather)
     NvlsConn nvls_start;       // NVLS: the view (its running steps) when the task was made

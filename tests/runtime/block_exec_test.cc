@@ -292,9 +292,8 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
         BlockWork bw{};
         bw.kind = c.pat ? kBlockPat : c.tree ? kBlockTree : kBlockRing;
         bw.channel = ch;
-        // PAT: the connections along every dimension, and the reduce_scatter's scratch.
+        // PAT: the connections along every dimension.
         auto pat = std::make_shared<PatConns>();
-        auto scratch = std::make_shared<std::vector<uint64_t>>((pat_scratch_bytes(w) + 7) / 8);
         if (c.pat) {
           pat->ndims = pat_dims(c.nranks);
           for (int d = 0; d < pat->ndims; ++d) {
@@ -305,7 +304,6 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
             pat->recv_up[d] = mesh.recv(ch, up, r);
           }
           bw.pat = pat.get();
-          bw.scratch = scratch->data();
         }
         bw.coll = w;
         bw.tree = tree;
@@ -330,7 +328,7 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
             const RingView rv{ring.data(), c.nranks};
             bool ok;
             if (c.pat) {
-              ok = run_pat_channel<T>(exec, w, *pat, ch, reinterpret_cast<T*>(scratch->data()));
+              ok = run_pat_channel<T>(exec, w, *pat, ch);
             } else if (c.tree) {
               TreeConns tc{bw.conn[0], bw.conn[1], {bw.conn[2], bw.conn[3], bw.conn[4]},
                            {bw.conn[5], bw.conn[6], bw.conn[7]}, tree.ndown};
@@ -347,8 +345,7 @@ std::string run(const Case& c, int lanes, const std::vector<std::vector<T>>& in,
             threads.emplace_back([=] {
               BlockWork w2 = bw;
               w2.ring_ranks = ranks->data();
-              (void)pat;  // keeps w2.pat and w2.scratch alive
-              (void)scratch;
+              (void)pat;  // keeps w2.pat alive
               EmuBlock b(shared.get(), l);
               if (!run_block<T>(b, w2) && l == 0) *e = "block executor aborted";
             });

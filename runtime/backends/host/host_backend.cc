@@ -161,10 +161,9 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       }
   }
   std::vector<std::string> custom_failure(custom || nvls ? w.nchannels : 0);
-  // PAT: the connections along every dimension and the reduce_scatter's scratch, per channel.
+  // PAT: the connections along every dimension, per channel.
   const bool pat = algo == AlgoKind::kPat;
   std::vector<PatConns> pat_conns(pat ? w.nchannels : 0);
-  std::vector<std::vector<uint64_t>> pat_scratch(pat ? w.nchannels : 0);
   for (int c = 0; c < static_cast<int>(pat_conns.size()); ++c) {
     PatConns& pc = pat_conns[c];
     pc.ndims = pat_dims(comm->nranks);
@@ -176,7 +175,6 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       pc.send_up[d] = &up.send[w.proto].info;
       pc.recv_up[d] = &up.recv[w.proto].info;
     }
-    pat_scratch[c].resize((pat_scratch_bytes(w) + sizeof(uint64_t) - 1) / sizeof(uint64_t));
   }
   HostPatFn pat_fn = host_pat_kernel(op.type);
   HostCollFn fn = host_coll_kernel(op.type);
@@ -201,7 +199,7 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
       return;
     }
     if (pat) {
-      pat_fn(ex, w, pat_conns[c], c, pat_scratch[c].data());
+      pat_fn(ex, w, pat_conns[c], c);
       return;
     }
     if (nvls) {

@@ -9,8 +9,7 @@ namespace cclab {
                         ConnInfo* recv, ConnInfo* send);                                              \
   bool host_tree_##NAME(HostExec& exec, const CollWork& w, const TreeLinks& tree,                     \
                         const TreeConns& conns, int channel);                                         \
-  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
-                       void* scratch);                                                                \
+  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel);        \
   bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel,             \
                         const NvlsTreeConns* tree);
 CCLAB_DECLARE_KERNEL(int8)

@@ -21,8 +21,8 @@ using HostCollFn = bool (*)(HostExec& exec, const CollWork& w, const RingView& r
 using HostTreeFn = bool (*)(HostExec& exec, const CollWork& w, const TreeLinks& tree, const TreeConns& conns,
                             int channel);
 
-// PAT all_gather / reduce_scatter: `scratch` holds pat_scratch_bytes(w) bytes.
-using HostPatFn = bool (*)(HostExec& exec, const CollWork& w, const PatConns& conns, int channel, void* scratch);
+// PAT all_gather / reduce_scatter.
+using HostPatFn = bool (*)(HostExec& exec, const CollWork& w, const PatConns& conns, int channel);
 // tree == nullptr: NVLS on one machine; else NVLS-Tree with this head's connections on the channel's tree.
 using HostNvlsFn = bool (*)(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel, const NvlsTreeConns* tree);
 

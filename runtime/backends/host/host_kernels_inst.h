@@ -15,9 +15,8 @@
                         const TreeConns& conns, int channel) {                                        \
     return run_tree_channel<T, HostExec>(exec, w, tree, conns, channel);                              \
   }                                                                                                   \
-  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel,          \
-                       void* scratch) {                                                               \
-    return run_pat_channel<T, HostExec>(exec, w, conns, channel, static_cast<T*>(scratch));           \
+  bool host_pat_##NAME(HostExec& exec, const CollWork& w, const PatConns& conns, int channel) {        \
+    return run_pat_channel<T, HostExec>(exec, w, conns, channel);                                     \
   }                                                                                                   \
   bool host_nvls_##NAME(HostExec& exec, const CollWork& w, NvlsConn& conn, int channel,             \
                         const NvlsTreeConns* tree) {                                                  \
