@@ -1156,7 +1156,9 @@ int lab_main(const std::vector<std::string>& args,
     std::fprintf(stderr, "cclab lab %s: %s\n", sub.c_str(), c.error.c_str());
     return kLabExitUsage;
   }
-  if (c.help && sub != "run" && sub != "viz") {
+  // run and viz take --help after the lab number (the lab's own flags, cclab viz's); before it, or
+  // without one, it asks for this usage.
+  if (c.help && ((sub != "run" && sub != "viz") || c.rest.empty() || starts_with(c.rest[0], "-"))) {
     std::fputs(lab_usage().c_str(), stdout);
     return kLabExitOk;
   }

@@ -9,6 +9,7 @@
 #   hang            a ncclRecv without its ncclSend: fails within the time limit, names the wait, the hint
 #   spin            an endless loop outside cclab: killed at the time limit ("timed out after 3 s")
 #   crash           a write far past recvbuff: "crashed with SIGSEGV", the check after it still runs
+#   usage           `cclab lab run --help` (no lab number) prints the usage; a wrong lab number says so
 #   solution        labs/solutions/01-ring-allreduce passes every check; `lab list` says passing; `lab run` works
 #   remainder       the solution with chunks that ignore count % n: the TODO 3 hint
 #   answers         the solution with wrong answers: those checks fail, the others pass
@@ -186,6 +187,26 @@ PY
     expect "14 steps of NCCL's send/recv of 2 MiB"
     expect "1.17x (at most 1.1x)"
     expect "a step in several groups"
+    ;;
+  usage)
+    # --help before a lab number (or without one) is the usage, exit 0; otherwise a lab number comes first.
+    seconds=0
+    for args in "run --help" "viz -h" "run --json --help"; do
+      # shellcheck disable=SC2086
+      "$cclab" lab $args >"$out" 2>&1
+      rc=$?
+      expect_rc 0
+      expect "cclab lab run NN"
+      expect_absent "no lab"
+    done
+    "$cclab" lab run >"$out" 2>&1
+    rc=$?
+    expect_rc 2
+    expect "cclab lab run: which lab?"
+    "$cclab" lab run 99 --help >"$out" 2>&1
+    rc=$?
+    expect_rc 2
+    expect "cclab lab run: no lab '99'"
     ;;
   *)
     echo "lab_check_test.sh: unknown case $case" >&2
