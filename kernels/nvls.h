@@ -265,8 +265,12 @@ class NvlsSchedule {
       const size_t loop = chunk * static_cast<size_t>(n);
       for (size_t o = 0; o < r.size(); o += loop) {
         const size_t rem = min_sz(loop, r.size() - o);
-        // The last loop splits what is left evenly over the heads (NCCL's lastChunkSize).
-        const size_t part = rem == loop ? chunk : round_up(div_up(rem, static_cast<size_t>(n)), grain);
+        // The last loop splits what is left over the heads in parts aligned as NCCL's lastChunkSize: 16 KiB
+        // on one machine (all_reduce.h, NVLS), 16 bytes for NVLS-Tree; the last heads may get less, or
+        // nothing. Never more than a chunk (the slot), which still covers the loop: rem <= n x chunk.
+        const size_t align = tree_ != nullptr ? (16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1)
+                                              : (16384 / sizeof(T) > 0 ? 16384 / sizeof(T) : 1);
+        const size_t part = rem == loop ? chunk : min_sz(round_up(div_up(rem, static_cast<size_t>(n)), align), chunk);
         if (!all_reduce_loop(r.lo + o, rem, part)) return false;
       }
       return true;

@@ -238,6 +238,44 @@ TEST(Nvls, DefaultChoiceOnDgxH100) {
   }
 }
 
+// The last loop of an NVLS AllReduce (what is left of a channel's share after whole loops of heads x
+// chunk) is cut as NCCL's lastChunkSize on one machine: parts of 16 KiB (all_reduce.h), so the first heads
+// take 16 KiB each and the last ones less or nothing. 20000 floats on 8 heads, one channel: a 16 KiB chunk,
+// 80000 bytes in the only loop, heads 0-3 reduce 16384 bytes, head 4 14464 and heads 5-7 none (with parts
+// of 512 bytes, as before, 10240 each and 8320 for head 7). Byte-exact as ever.
+TEST(Nvls, LastLoopSplitsIn16KiBParts) {
+  Env env{{"CCLAB_TOPO", "dgx-h100"}, {"NCCL_ALGO", "NVLS"}, {"CCLAB_TIMEOUT", "60"}};
+  Comms comms(8, 1);
+  ASSERT_NE(comms[0], nullptr);
+  const size_t count = 20000;
+  std::vector<std::vector<float>> buf(8, std::vector<float>(count));
+  for (int r = 0; r < 8; ++r)
+    for (size_t e = 0; e < count; ++e) buf[r][e] = static_cast<float>((e + static_cast<size_t>(r)) % 5);
+  std::vector<cclab_test::EventRecorder> rec(8);
+  for (int r = 0; r < 8; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+  run_ranks(8, [&](int r) {
+    NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), count, ncclFloat32, ncclSum, comms[r], nullptr));
+  });
+  for (int r = 0; r < 8; ++r) cclabCommSetObserver(comms[r], nullptr, nullptr);
+  for (size_t e = 0; e < count; ++e) {
+    float want = 0;
+    for (int q = 0; q < 8; ++q) want += static_cast<float>((e + static_cast<size_t>(q)) % 5);
+    ASSERT_EQ(buf[3][e], want) << "element " << e;
+  }
+  const size_t want_bytes[8] = {16384, 16384, 16384, 16384, 14464, 0, 0, 0};
+  for (int r = 0; r < 8; ++r) {
+    size_t bytes = 0;
+    int steps = 0;
+    for (const cclabStepEvent_t& e : rec[r].events)
+      if (e.prim == cclabPrimRecvReduceCopySend && e.sendPeer == r && e.recvPeer == r) {
+        bytes += e.bytes;
+        ++steps;
+      }
+    EXPECT_EQ(steps, 1) << "rank " << r;
+    EXPECT_EQ(bytes, want_bytes[r]) << "rank " << r << "'s part of the loop";
+  }
+}
+
 }  // namespace
 
 // A 72-GPU NVLink domain (gb200-nvl72): NCCL runs NVLS AllReduce with 32 heads (NCCL_MAX_NVLS_ARITY), ranks
