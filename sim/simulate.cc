@@ -329,10 +329,10 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
       if (ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree)
         nvls_loop = static_cast<double>(work_for(cfg_.coll, count, esize, cfg_.root, RedOpArg{cfg_.op, 0, nranks_}, ch)
                                             .chunk_bytes) *
-                    nvls_heads_;
+                    nvls_g_.nheads;
       res.level = !cfg_.payload && !cfg_.degrade.needs_step() &&
-                          estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo, nvls_loop, nvls_heads_,
-                                          nvls_groups_.empty() ? 0 : static_cast<int>(nvls_groups_[0].size())) >
+                          estimate_slices(cfg_.coll, total, nranks_, ch.nchannels, ch.proto, ch.algo, nvls_loop, nvls_g_.nheads,
+                                          nvls_g_.group.empty() ? 0 : static_cast<int>(nvls_g_.group[0].size())) >
                               cfg_.step_limit
                       ? SimLevel::kFlow
                       : SimLevel::kStep;

@@ -576,11 +576,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   // head's own NIC (NCCL's getNvlsNetDev: the NET whose local GPU the head is; the closest NIC here).
   for (int c = 0; c < nch_ && nvls_tree_; ++c)
     for (int r = 0; r < nranks_; ++r) {
-      TreeLinks t0{}, t1{};
-      dtree(static_cast<int>(nvls_groups_.size()), nvls_group_of_[r], &t0, &t1);
-      const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
-      if (nt.up < 0 || nvls_index_[r] >= nvls_heads_) continue;  // only heads are in the trees
-      const int up = nvls_groups_[nt.up][nvls_index_[r]];
+      const int up = nvls_tree_links(nvls_g_, r, c).up;
+      if (up < 0) continue;  // the root, or no head (only heads are in the trees)
       for (const auto& ab : {std::make_pair(r, up), std::make_pair(up, r)}) {
         // A pair Tree or Ring already connects on this channel keeps its route (one connection per peer).
         if (routes_.count(std::make_tuple(c, ab.first, ab.second))) continue;
@@ -679,10 +676,7 @@ bool World::nvls_setup(std::string* why) {
   NvlsGroups g;
   if (!nvls_groups(nvls_graph_, place_.rank_machine, place_.rank_dev, &g, why)) return false;
   nvls_head_nets_ = nvls_head_nets(topo_);
-  nvls_heads_ = g.nheads;
-  nvls_groups_ = std::move(g.group);
-  nvls_index_ = std::move(g.index);
-  nvls_group_of_ = std::move(g.group_of);
+  nvls_g_ = std::move(g);
   return true;
 }
 
@@ -691,15 +685,15 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
   if (m.view.empty()) {
     // Every rank's region, anonymous zero pages (only the headers and the slots a run uses get memory);
     // each counter gets its wait slot. A group is the whole world (NVLS) or one machine (NVLS-Tree).
-    const int gsize = static_cast<int>(nvls_groups_[0].size());
-    const size_t bytes = (nvls_region_bytes(nvls_heads_, nvls_step_bytes_) + 4095) / 4096 * 4096;
+    const int gsize = static_cast<int>(nvls_g_.group[0].size());
+    const size_t bytes = (nvls_region_bytes(nvls_g_.nheads, nvls_step_bytes_) + 4095) / 4096 * 4096;
     m.region.resize(nranks_);
     m.view.assign(nranks_, NvlsConn{});
     for (int r = 0; r < nranks_; ++r) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       m.region[r] = std::unique_ptr<char, SimConn::Free>(static_cast<char*>(p), SimConn::Free{bytes});
-      for (int h = 0; h < nvls_heads_; ++h)
+      for (int h = 0; h < nvls_g_.nheads; ++h)
         for (bool b : {false, true}) {
           ConnFifoHeader* hdr = reinterpret_cast<ConnFifoHeader*>(m.region[r].get() + nvls_fifo_off(h, b, nvls_step_bytes_));
           hdr->head.waiters = static_cast<uint32_t>(waits_.size());
@@ -711,18 +705,18 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
     for (int r = 0; r < nranks_; ++r) {
       NvlsConn& v = m.view[r];
       v.nranks = gsize;
-      v.nheads = nvls_heads_;
-      v.rank = nvls_index_[r];
+      v.nheads = nvls_g_.nheads;
+      v.rank = nvls_g_.index[r];
       v.step_bytes = nvls_step_bytes_;
-      for (int q = 0; q < gsize; ++q) v.uc[q] = m.region[nvls_groups_[nvls_group_of_[r]][q]].get();
+      for (int q = 0; q < gsize; ++q) v.uc[q] = m.region[nvls_g_.group[nvls_g_.group_of[r]][q]].get();
     }
   }
   return m.view[rank];
 }
 
 void World::add_nvls_others_bytes(int head, bool up, double bytes) {
-  const std::vector<int>& g = nvls_groups_[nvls_group_of_[head]];
-  for (size_t i = static_cast<size_t>(nvls_heads_); i < g.size(); ++i) add_nvswitch_bytes(g[i], up, bytes);
+  const std::vector<int>& g = nvls_g_.group[nvls_g_.group_of[head]];
+  for (size_t i = static_cast<size_t>(nvls_g_.nheads); i < g.size(); ++i) add_nvswitch_bytes(g[i], up, bytes);
 }
 
 sg4::Host* World::nvswitch_host(int rank) const {
@@ -856,9 +850,9 @@ CollWork World::work_for(CollKind coll, size_t count, size_t esize, int root, Re
   base.nranks = nranks_;
   base.nchannels = ch.nchannels;
   base.proto = ch.proto;
-  base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nvls_heads_, nvls_step_bytes_)
+  base.chunk_bytes = ch.algo == AlgoKind::kNvls ? nvls_chunk_bytes(total, ch.nchannels, nvls_g_.nheads, nvls_step_bytes_)
                      : ch.algo == AlgoKind::kNvlsTree
-                         ? nvls_tree_chunk_bytes(total, ch.nchannels, nvls_heads_,
+                         ? nvls_tree_chunk_bytes(total, ch.nchannels, nvls_g_.nheads,
                                                  nvls_step_bytes_, nvls_tree_max_chunk_)
                      : ch.algo == AlgoKind::kCustom ? ProtoSimpleRing::max_chunk_bytes(proto_buff_[ch.proto])
                      : ch.algo == AlgoKind::kPat ? pat_chunk_bytes(coll, proto_buff_[ch.proto], total, ch.nchannels)
@@ -903,20 +897,15 @@ bool World::append_rank_tasks(const CollWork& w, SimType type, const Choice& ch,
       t.nvls_start = *t.nvls;
       if (ch.algo == AlgoKind::kNvlsTree) {
         // The heads of this rank's part on the other machines: tree c % 2 of the double binary tree.
-        const int m = nvls_group_of_[r], h = nvls_index_[r];
-        TreeLinks t0{}, t1{};
-        dtree(static_cast<int>(nvls_groups_.size()), m, &t0, &t1);
-        const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
+        // (A rank that is no head has no links: scatter and gather only.)
+        const TreeLinks nt = nvls_tree_links(nvls_g_, r, c);
         t.nvls_tree = true;
-        if (h >= nvls_heads_) {
-          // No head: scatter and gather only, no tree.
-        } else if (nt.up >= 0) {
-          const int up = nvls_groups_[nt.up][h];
-          t.ntree.up_recv = &conn(c, up, r, ch.proto, space).recv_info;
-          t.ntree.up_send = &conn(c, r, up, ch.proto, space).send_info;
+        if (nt.up >= 0) {
+          t.ntree.up_recv = &conn(c, nt.up, r, ch.proto, space).recv_info;
+          t.ntree.up_send = &conn(c, r, nt.up, ch.proto, space).send_info;
         }
-        for (int i = 0; i < nt.ndown && t.ntree.ndown < kMaxNvlsTreeArity && h < nvls_heads_; ++i) {
-          const int d = nvls_groups_[nt.down[i]][h];
+        for (int i = 0; i < nt.ndown; ++i) {
+          const int d = nt.down[i];
           t.ntree.down_recv[t.ntree.ndown] = &conn(c, d, r, ch.proto, space).recv_info;
           t.ntree.down_send[t.ntree.ndown++] = &conn(c, r, d, ch.proto, space).send_info;
         }

@@ -291,13 +291,10 @@ class World {
   // NVLS (kernels/nvls.h): offered to the tuner (one NVSwitch machine of sm90+, simulate()'s own world),
   // its FIFO slot bytes, and per (space, channel) every rank's region and view.
   bool nvls_ = false;
-  // NVLS-Tree (several machines) runs; each machine's ranks (a multicast group each), its nvls_heads_
-  // heads first in head order (graph/search.h nvls_groups), and every rank's index in its group.
+  // NVLS-Tree (several machines) runs; each machine's ranks (a multicast group each), its heads first in
+  // head order, and every rank's group and index in it (graph/search.h nvls_groups).
   bool nvls_tree_ = false;
-  std::vector<std::vector<int>> nvls_groups_;
-  std::vector<int> nvls_index_;
-  std::vector<int> nvls_group_of_;
-  int nvls_heads_ = 0;
+  NvlsGroups nvls_g_;
   int nvls_tree_max_chunk_ = 0;
   int nvls_step_bytes_ = 128 * 1024;
   struct NvlsChannel {

@@ -285,20 +285,8 @@ static bool nvls_setup(ncclComm_t comm, std::string* why) {
   const int nheads = groups.nheads;
   comm->nvls_group = groups.group[node];
   comm->nvls_heads = nheads;
-  const int me = groups.index[comm->rank];
-  for (int c = 0; c < comm->nchannels && nnodes > 1; ++c) {
-    TreeLinks t0{}, t1{};
-    dtree(nnodes, node, &t0, &t1);
-    const TreeLinks& nt = nvls_tree_of_channel(c) == 0 ? t0 : t1;
-    TreeLinks& out = comm->channels[c].nvls_tree;
-    out = TreeLinks{};
-    out.up = -1;
-    out.ndown = 0;
-    if (me >= nheads) continue;  // no head: no tree
-    out.up = nt.up >= 0 ? groups.group[nt.up][me] : -1;
-    for (int i = 0; i < nt.ndown && out.ndown < kMaxNvlsTreeArity; ++i)
-      out.down[out.ndown++] = groups.group[nt.down[i]][me];
-  }
+  for (int c = 0; c < comm->nchannels && nnodes > 1; ++c)
+    comm->channels[c].nvls_tree = nvls_tree_links(groups, comm->rank, c);
   if (comm->rank == 0) {
     if (nnodes > 1)
       CCLAB_INFO(kLogInit | kLogNvls, "NVLS-Tree: %d heads of %zu ranks per machine over %d machines, trees c %% 2 of "

@@ -21,6 +21,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/nvls.h"
+
 namespace cclab {
 namespace {
 
@@ -1144,6 +1146,21 @@ bool nvls_groups(const TopoGraph& nvls, const std::vector<int>& rank_machine, co
     for (size_t i = 0; i < out->group[m].size(); ++i) out->index[out->group[m][i]] = static_cast<int>(i);
   }
   return true;
+}
+
+TreeLinks nvls_tree_links(const NvlsGroups& groups, int rank, int channel) {
+  TreeLinks out{};
+  out.up = -1;
+  out.ndown = 0;
+  for (int& d : out.down) d = -1;
+  const int me = groups.index[rank];
+  if (me >= groups.nheads) return out;  // no head: no tree
+  TreeLinks t0{}, t1{};
+  dtree(static_cast<int>(groups.group.size()), groups.group_of[rank], &t0, &t1);
+  const TreeLinks& nt = nvls_tree_of_channel(channel) == 0 ? t0 : t1;
+  out.up = nt.up >= 0 ? groups.group[nt.up][me] : -1;
+  for (int i = 0; i < nt.ndown && out.ndown < kMaxNvlsTreeArity; ++i) out.down[out.ndown++] = groups.group[nt.down[i]][me];
+  return out;
 }
 
 bool search_nvls_graph(const Topology& topo, TopoGraph* graph, std::string* why, int used) {

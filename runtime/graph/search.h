@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/topo.h"
+#include "kernels/trees.h"
 
 namespace cclab {
 
@@ -93,6 +94,11 @@ struct NvlsGroups {
 // numbers of ranks (one schedule runs every machine's group in step).
 bool nvls_groups(const TopoGraph& nvls, const std::vector<int>& rank_machine,
                  const std::vector<int>& rank_dev, NvlsGroups* out, std::string* why);
+// NVLS-Tree's links of `rank` on `channel`, as ranks: the heads with its index in the groups that are its
+// group's parent and children in tree nvls_tree_of_channel(channel) of the double binary tree over the
+// groups (NCCL's connectNvls, NCCL_MAX_NVLS_TREE_ARITY). A rank that is no head has none (up -1, ndown 0).
+// One function for the runtime (core/comm_topo.cc) and the simulator (sim/world.cc: routes and tasks).
+TreeLinks nvls_tree_links(const NvlsGroups& groups, int rank, int channel);
 
 // Ring order over all ranks for channel c of a searched ring graph: machine-major concatenation of
 // intra[c], with rank = machine * gpus_per_machine + dev. out[i] is the i-th rank of the ring.
