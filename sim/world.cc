@@ -382,24 +382,28 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     *error = err;
     return false;
   }
-  // PXN for point-to-point sends between machines (p2p_end): NCCL_PXN_DISABLE (default 0) and
-  // NCCL_P2P_PXN_LEVEL (default 2; cclab models 2 and 0, off).
-  pxn_ = true;
+  // PXN for point-to-point sends between machines (p2p_end): NCCL_P2P_PXN_LEVEL (0 off, 1 "if needed",
+  // 2 the default: Topology::pxn_via), NCCL_PXN_DISABLE=1 (default 0) turns it off whatever the level.
+  pxn_level_ = 2;
+  bool pxn_disabled = false;
   if (const char* v = getenv("NCCL_PXN_DISABLE")) {
     if (std::string(v) != "0" && std::string(v) != "1") {
       *error = std::string("NCCL_PXN_DISABLE=\"") + v + "\": valid values are 0 (PXN on) and 1 (off)";
       return false;
     }
-    pxn_ = std::string(v) == "0";
+    pxn_disabled = std::string(v) == "1";
   }
   if (const char* v = getenv("NCCL_P2P_PXN_LEVEL")) {
-    if (std::string(v) != "0" && std::string(v) != "2") {
-      *error = std::string("NCCL_P2P_PXN_LEVEL=\"") + v + "\": cclab models 0 (no PXN) and 2 (NCCL's default: PXN " +
-               "through the peer's rail whenever NVLink reaches its GPU); level 1 is not modelled";
+    const std::string s(v);
+    if (s != "0" && s != "1" && s != "2") {
+      *error = "NCCL_P2P_PXN_LEVEL=\"" + s + "\": valid values are 0 (no PXN), 1 (the peer's rail NIC where this " +
+               "GPU reaches it within PCIe switches or through a GPU's NVLink as NCCL's PXN path) and 2 (the " +
+               "default: through the NVLink of the GPU local to the peer's rail NIC)";
       return false;
     }
-    if (std::string(v) == "0") pxn_ = false;
+    pxn_level_ = s[0] - '0';
   }
+  if (pxn_disabled) pxn_level_ = 0;
   // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2): the switch hosts join the platform before
   // it is sealed, by the world that builds it; a world on a shared platform (session.cc: another GPU set
   // of CCLAB_BACKEND=sim) runs NVLS where that world added them. A custom algorithm's world offers the
@@ -511,8 +515,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
         const int ma = topo_.nodes[a].machine, mb = topo_.nodes[b].machine;
         if (ma == mb) continue;
         int pxn_net = -1;  // point-to-point through PXN (any GPU of the machine may be the proxy's rank)
-        const int via = pxn_ ? topo_.pxn_via(a, b, &pxn_net) : -1;
-        if (via >= 0 && !platform_->add_route(Platform::End{a, pxn_net, via}, Platform::End{b}, &err)) {
+        const int via = topo_.pxn_via(a, b, &pxn_net, pxn_level_);
+        if (pxn_net >= 0 && !platform_->add_route(Platform::End{a, pxn_net, via}, Platform::End{b}, &err)) {
           *error = err;
           return false;
         }
@@ -639,8 +643,10 @@ const World::ConnRoute& World::conn_route(int channel, int from, int to) {
 Platform::End World::p2p_end(int from, int to) const {
   Platform::End e{rank_gpu_[from], -1, -1};
   int net = -1;
-  const int via = pxn_ ? topo_.pxn_via(rank_gpu_[from], rank_gpu_[to], &net) : -1;
-  // NCCL's proxy on the intermediate GPU is a rank of the communicator: without one there, no PXN.
+  const int via = topo_.pxn_via(rank_gpu_[from], rank_gpu_[to], &net, pxn_level_);
+  // NCCL's proxy on the intermediate GPU is a rank of the communicator: without one there, no PXN. Level 1
+  // may take the peer's rail NIC with no intermediate GPU (a NIC within a's PCIe switches).
+  if (via < 0 && net >= 0) e.net = net;
   if (via >= 0 && std::find(rank_gpu_.begin(), rank_gpu_.end(), via) != rank_gpu_.end()) e.net = net, e.via = via;
   return e;
 }

@@ -304,9 +304,10 @@ class World {
   std::map<std::pair<int, int>, NvlsChannel> nvls_mem_;
   NvlsConn& nvls_conn(int channel, int rank, int space);
   bool nvls_setup(std::string* why);
-  // PXN (NCCL_PXN_DISABLE, NCCL_P2P_PXN_LEVEL): whether point-to-point sends between machines go through
-  // the GPU of the peer's rail; the sending end of rank from's point-to-point route to rank to.
-  bool pxn_ = true;
+  // PXN (NCCL_PXN_DISABLE, NCCL_P2P_PXN_LEVEL): the level (0 off; Topology::pxn_via) at which
+  // point-to-point sends between machines take the peer's rail NIC; the sending end of rank from's
+  // point-to-point route to rank to.
+  int pxn_level_ = 2;
   Platform::End p2p_end(int from, int to) const;
   int head_nic(int rank) const;
   std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head

@@ -200,12 +200,15 @@ class Topology {
   // NET/n at both ends, ncclTopoGetNetDev). kDis when a NET is not on its end's machine or the parts
   // do not join; a and b on one machine: path(a, b), whatever the NETs.
   const TopoPath& path_via(int a, int b, int exit, int entry) const;
-  // NCCL's PXN for a point-to-point send from GPU a to GPU b on another machine (ncclTopoGetNetDev with
-  // NCCL_P2P_PXN_LEVEL 2, its default): the NIC closest to the GPU of a's machine with b's dev (b's rail),
-  // sent through that NIC's local GPU when it is not a, reaches a over NVLink and its NIC within
-  // PCIe switches or C2C (NCCL_PXN_C2C 1). Returns that intermediate GPU and sets *net to the NIC's NET
-  // node; -1 when the send takes a's own NIC (same machine, b's rail is a's, or no such path).
-  int pxn_via(int a, int b, int* net) const;
+  // NCCL's PXN for a point-to-point send from GPU a to GPU b on another machine (ncclTopoGetNetDev): the
+  // NIC closest to the GPU of a's machine with b's dev (b's rail), which a reaches
+  //   level 2 (NCCL_P2P_PXN_LEVEL's default): through that NIC's local GPU when it is not a, reaches a
+  //     over NVLink and its NIC within PCIe switches or C2C (NCCL_PXN_C2C 1);
+  //   level 1 ("PXN if needed"): directly when a's own path to it stays within PCIe switches (PIX, PXB,
+  //     P2C), else through the NIC's local GPU as above (NCCL's PATH_PXN, ncclTopoGetIntermediateRank).
+  // Returns the intermediate GPU (-1: none) and sets *net to the NIC's NET node when the send leaves by
+  // it; *net untouched and -1 when the send takes a's own NIC (same machine, b's rail is a's, no path).
+  int pxn_via(int a, int b, int* net, int level = 2) const;
 
   // Consistency check: every link's reverse is its mirror, GPUs have dev 0..n-1 on every machine, every
   // machine has the same number of GPUs, NVLink targets exist ... false with *error describing the

@@ -362,23 +362,35 @@ const TopoPath& Topology::path_via(int a, int b, int exit, int entry) const {
   return compose_path(a, exit, entry, b);
 }
 
-int Topology::pxn_via(int a, int b, int* net) const {
+int Topology::pxn_via(int a, int b, int* net, int level) const {
   const int n = static_cast<int>(nodes.size());
-  if (a < 0 || b < 0 || a >= n || b >= n || nodes[a].type != TopoNodeType::kGpu || nodes[b].type != TopoNodeType::kGpu ||
-      nodes[a].machine == nodes[b].machine)
+  if (level <= 0 || a < 0 || b < 0 || a >= n || b >= n || nodes[a].type != TopoNodeType::kGpu ||
+      nodes[b].type != TopoNodeType::kGpu || nodes[a].machine == nodes[b].machine)
     return -1;
   const int rail_gpu = gpu_node(nodes[a].machine, nodes[b].dev);  // ncclTopoDevToRank of the peer's device
   if (rail_gpu < 0) return -1;
   const int nic = exit_net(rail_gpu);  // ncclTopoGetLocalNet
-  if (nic < 0) return -1;
+  if (nic < 0 || nic == exit_net(a)) return -1;
   // ncclTopoGetLocalGpu: of the GPUs closest to that NIC, the first whose own NIC it is (else the first).
   PathType best = PathType::kDis;
   for (int g : gpus(nodes[a].machine)) best = std::min(best, path(g, nic).type);
   int via = -1;
   for (int g : gpus(nodes[a].machine))
     if (path(g, nic).type == best && (via < 0 || (exit_net(g) == nic && exit_net(via) != nic))) via = g;
-  if (via < 0 || via == a) return -1;
-  if (path(via, a).type > PathType::kNvl || path(via, nic).type > PathType::kP2c) return -1;
+  // That GPU can relay: NVLink to a, the NIC within PCIe switches or C2C (NCCL_PXN_C2C 1).
+  const bool relay = via >= 0 && via != a && path(via, a).type <= PathType::kNvl && path(via, nic).type <= PathType::kP2c;
+  if (level == 1) {
+    // NCCL's PATH_PXN from a to the NIC (paths.cc): a relay that has more bandwidth to it than a, or a's own
+    // path through a CPU. Level 1 takes the NIC where a's path is at most PXN, through the relay on a PXN path.
+    const TopoPath& own = path(a, nic);
+    if (relay && (path(via, nic).bw > own.bw || own.type > PathType::kPxn)) {
+      *net = nic;
+      return via;
+    }
+    if (own.type <= PathType::kPxn) *net = nic;
+    return -1;
+  }
+  if (!relay) return -1;
   *net = nic;
   return via;
 }

@@ -122,6 +122,17 @@ TEST(SimRoutes, OversubscribedSpineLeavesRailAlignedRingsAlone) {
   EXPECT_DOUBLE_EQ(a.sizes[0].time_us, b.sizes[0].time_us);
 }
 
+// Bytes a run put on links to or from a spine switch.
+double spine_bytes(const Topology& t, const SimResult& r) {
+  double b = 0;
+  for (const SimLinkLoad& l : r.links) {
+    const TopoLink& k = t.links.at(l.link);
+    if (t.nodes[k.from].name.find("spine") != std::string::npos || t.nodes[k.to].name.find("spine") != std::string::npos)
+      b += l.bytes;
+  }
+  return b;
+}
+
 // NCCL's PXN (Topology::pxn_via, ncclTopoGetNetDev at NCCL_P2P_PXN_LEVEL 2): a point-to-point send to
 // another machine's GPU d leaves by rail d's NIC, through the sending machine's GPU d over NVLink; none
 // where the sender is on rail d, on one machine, or where no NVLink joins the GPUs (PCIe machines).
@@ -137,6 +148,52 @@ TEST(SimRoutes, PxnTakesThePeersRail) {
   EXPECT_EQ(t.pxn_via(t.gpu_node(0, 1), t.gpu_node(0, 2), &net), -1);  // one machine
   const Model p = model("pcie-8gpu-2socket", 2);
   EXPECT_EQ(p.topo.pxn_via(p.topo.gpu_node(0, 1), p.topo.gpu_node(1, 6), &net), -1);  // no NVLink
+}
+
+// NCCL_P2P_PXN_LEVEL 1 ("PXN if needed", ncclTopoGetNetDev): the peer's rail NIC where the sender reaches
+// it within its PCIe switch (GPU 0 and NIC 1 of a DGX H100 share one: straight there, no intermediate
+// GPU), through that NIC's GPU where the sender's own path crosses a CPU (NCCL's PATH_PXN: GPU 0 to NIC 2
+// is PHB, so through GPU 2 as at level 2), and the sender's own NIC where no PXN path exists (PCIe
+// presets). Level 2 takes GPU 1 even for NIC 1. In a simulated all-to-all on four DGX H100, level 1 keeps
+// the spine as empty as level 2.
+TEST(SimRoutes, PxnLevelOneGoesThroughAGpuOnlyWhereNeeded) {
+  const Model m = model("dgx-h100", 2);
+  const Topology& t = m.topo;
+  int net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 0), t.gpu_node(1, 1), &net, 1), -1);
+  EXPECT_EQ(net, t.net_node(0, 1));
+  net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 0), t.gpu_node(1, 1), &net, 2), t.gpu_node(0, 1));
+  EXPECT_EQ(net, t.net_node(0, 1));
+  net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 0), t.gpu_node(1, 2), &net, 1), t.gpu_node(0, 2));
+  EXPECT_EQ(net, t.net_node(0, 2));
+  net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 0), t.gpu_node(1, 6), &net, 1), t.gpu_node(0, 6));  // SYS: through GPU 6
+  EXPECT_EQ(net, t.net_node(0, 6));
+  net = -1;
+  EXPECT_EQ(t.pxn_via(t.gpu_node(0, 0), t.gpu_node(1, 6), &net, 0), -1);  // level 0: the own NIC
+  EXPECT_EQ(net, -1);
+  const Model p = model("pcie-8gpu-2socket", 2);
+  EXPECT_EQ(p.topo.pxn_via(p.topo.gpu_node(0, 1), p.topo.gpu_node(1, 6), &net, 1), -1);
+  EXPECT_EQ(net, -1);  // no NVLink, and GPU 1's path to rail 6's NIC crosses the CPUs
+
+  SimConfig cfg;
+  cfg.topo = "dgx-h100:4";
+  cfg.coll = CollKind::kSendRecv;
+  cfg.p2p = P2pPattern::kAllToAll;
+  cfg.min_bytes = cfg.max_bytes = size_t{8} << 20;
+  setenv("NCCL_P2P_PXN_LEVEL", "1", 1);
+  SimResult r;
+  std::string err;
+  const bool ok = simulate(cfg, &r, &err);
+  unsetenv("NCCL_P2P_PXN_LEVEL");
+  ASSERT_TRUE(ok) << err;
+  EXPECT_EQ(spine_bytes(model("dgx-h100", 4).topo, r), 0.0);
+  setenv("NCCL_P2P_PXN_LEVEL", "3", 1);
+  EXPECT_FALSE(simulate(cfg, &r, &err));
+  unsetenv("NCCL_P2P_PXN_LEVEL");
+  EXPECT_NE(err.find("NCCL_P2P_PXN_LEVEL=\"3\""), std::string::npos) << err;
 }
 
 // An all-to-all on four DGX H100 with PXN (the default): every send between machines stays on its
@@ -156,27 +213,17 @@ TEST(SimRoutes, PxnKeepsAllToAllOffTheSpine) {
     return r;
   };
   const Model m = model("dgx-h100", 4);
-  auto spine_bytes = [&](const SimResult& r) {
-    double b = 0;
-    for (const SimLinkLoad& l : r.links) {
-      const TopoLink& k = m.topo.links.at(l.link);
-      if (m.topo.nodes[k.from].name.find("spine") != std::string::npos ||
-          m.topo.nodes[k.to].name.find("spine") != std::string::npos)
-        b += l.bytes;
-    }
-    return b;
-  };
   const SimResult a = all_to_all(1), b = all_to_all(4);
   ASSERT_EQ(a.sizes.size(), 1u);
   ASSERT_EQ(b.sizes.size(), 1u);
-  EXPECT_EQ(spine_bytes(a), 0.0);
+  EXPECT_EQ(spine_bytes(m.topo, a), 0.0);
   EXPECT_EQ(ports(m.topo, a, true).size(), 32u);  // every rail of every machine sends
   EXPECT_DOUBLE_EQ(a.sizes[0].time_us, b.sizes[0].time_us);
   setenv("NCCL_PXN_DISABLE", "1", 1);
   const SimResult c = all_to_all(1), d = all_to_all(4);
   unsetenv("NCCL_PXN_DISABLE");
   ASSERT_EQ(d.sizes.size(), 1u);
-  EXPECT_GT(spine_bytes(c), 0.0);
+  EXPECT_GT(spine_bytes(m.topo, c), 0.0);
   EXPECT_GT(d.sizes[0].time_us, 3 * c.sizes[0].time_us);
 }
 
