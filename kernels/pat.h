@@ -23,8 +23,8 @@
 //     recv 1, 3, 5, 7 <- dim 0
 //
 // What cclab does not reproduce of NCCL's kernel: NCCL runs up to 16 operations of a group at once
-// (parallelFactor, on its warps), cclab one after the other (the same waits and posts in the same order:
-// within a group no operation posts before another waits). NCCL reads a peer's FIFO over NVLink with
+// (parallelFactor, on its warps), cclab one after the other (the same steps, places and posts: no
+// operation of a round uses a step or place that an earlier operation of the same round changed). NCCL reads a peer's FIFO over NVLink with
 // P2P read; cclab's P2P connections write the receiver's FIFO as for every other algorithm.
 #pragma once
 

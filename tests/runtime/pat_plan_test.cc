@@ -4,7 +4,9 @@
 // without a deadlock, every receive must find what its sender wrote there, every all_gather output
 // must get the right block once, every reduce_scatter output every rank's contribution once, every
 // connection's posts must balance - and a small call must take about log2(nranks) rounds of messages
-// (the point of the aggregation), not nranks - 1.
+// (the point of the aggregation), not nranks - 1. (What the plan does not model - the FIFO slots' reuse,
+// the size recorded at a post, the runner's own first-write test - the byte-exact runtime tests cover:
+// collectives_test_pat, pat_test, block_exec_test.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -203,21 +205,27 @@ TEST(PatPlan, EveryRankCountShareAndChunkRunsToTheRightResult) {
 }
 
 // The aggregation: a small call (every block of a channel fits a FIFO step many times over) posts one
-// step per dimension, log2(nranks) rounds of messages (the PAT paper's "logarithmic number of network
-// transfers"); a large one (one block per step) posts nranks - 1.
+// step per dimension, ceil(log2(nranks)) (one more with 2^k + 1 ranks), and takes at most as many rounds
+// of messages (the PAT paper's "logarithmic number of network transfers"); a large one (one block per
+// step) posts nranks - 1. Every rank count from 2 to 130, and 257.
 TEST(PatPlan, ASmallCallTakesLogarithmicRounds) {
-  for (int n : {8, 16, 64, 100})
+  std::vector<int> ranks;
+  for (int n = 2; n <= 130; ++n) ranks.push_back(n);
+  ranks.push_back(257);
+  for (int n : ranks)
     for (bool gather : {true, false}) {
       SCOPED_TRACE(std::string(gather ? "all_gather" : "reduce_scatter") + " nranks " + std::to_string(n));
       const int dims = pat_dims(n);
+      // A FIFO step holds at most nranks / 2 blocks: with 2^k + 1 ranks dimension 0 takes two.
+      const bool one_more = n >= 5 && ((n - 1) & (n - 2)) == 0;
       const Result small = run_plan(gather, n, 1, 4096);
       ASSERT_EQ(small.error, "");
-      EXPECT_EQ(small.rounds, dims);  // one message per dimension, each waiting for the one before
-      EXPECT_EQ(small.steps, static_cast<uint64_t>(dims));
+      EXPECT_EQ(small.steps, static_cast<uint64_t>(dims + (one_more ? 1 : 0)));
+      EXPECT_LE(small.rounds, static_cast<int>(small.steps));  // messages in a row, each waiting for the one before
+      if (n > 64) continue;
       const Result large = run_plan(gather, n, 4096, 4096);  // one chunk, one block per step
       ASSERT_EQ(large.error, "");
       EXPECT_EQ(large.steps, static_cast<uint64_t>(n - 1));
-      EXPECT_GE(large.rounds, small.rounds);
     }
 }
 

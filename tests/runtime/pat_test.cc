@@ -31,7 +31,7 @@ std::set<int> pat_distances(int n) {
 }
 
 // n ranks on n virtual machines (NCCL's rule turns PAT on), a 64 KiB FIFO (8 KiB chunks: a channel's
-// share is many chunks, so the reduce_scatter's scratch chunks are reused), 2 channels.
+// share is many chunks, one block per FIFO step), 2 channels.
 void check_pat(int n) {
   SCOPED_TRACE("nranks " + std::to_string(n));
   const std::string machines = "virtual:" + std::to_string(n);
