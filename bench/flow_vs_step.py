@@ -8,12 +8,15 @@ combination whose flow busbw differs from step's by more than --tol, worst first
 exits 1 when any does (issue 23, item 6: the goal is none at 2%).
 
     bench/flow_vs_step.py [--cclab build/runtime/cli/cclab] [--presets a,b] [--machines 1,2,3] [-b 1M] [-e 64M]
-                          [--tol 0.02] [--loose MODEL=TOL,...] [--nvls] [--nics K]
+                          [--tol 0.02] [--loose MODEL=TOL,...] [--nvls] [--nics K] [--pat]
 
 --nvls runs NVLS instead (the presets with an NVLS-capable NVSwitch): all_reduce, all_gather and
 reduce_scatter by NVLS on one machine (all_gather and reduce_scatter only up to 32 GPUs, NCCL's rule:
 gb200-nvl72 runs all_reduce alone, with 32 heads), all_reduce by NVLS-Tree on several. --nics K keeps K
 NICs per machine (--nics-per-node: NVLS-Tree with a head per NIC).
+
+--pat runs PAT instead (all_gather and reduce_scatter; NCCL runs PAT at one GPU per machine, so give
+presets such as pcie-1gpu and machine counts above 1).
 
 --loose gives named models (PRESET:MACHINES) their own tolerance: where the step level itself is not
 continuous (docs/simulator.md, "Levels": on pcie-8gpu-2socket over several machines a 2% change of a NIC's
@@ -25,6 +28,7 @@ COLLS = [('all_reduce', 'ring'), ('all_reduce', 'tree'), ('all_gather', 'ring'),
          ('reduce_scatter', 'ring'), ('broadcast', 'ring'), ('reduce', 'ring')]
 NVLS_ONE = [('all_reduce', 'nvls'), ('all_gather', 'nvls'), ('reduce_scatter', 'nvls')]
 NVLS_MANY = [('all_reduce', 'nvlstree')]
+PAT = [('all_gather', 'pat'), ('reduce_scatter', 'pat')]
 
 
 def presets(cclab):
@@ -54,12 +58,13 @@ def main():
     ap.add_argument('--loose', default='', help='MODEL=TOL,...: a tolerance of its own for a model')
     ap.add_argument('--nvls', action='store_true', help='NVLS on one machine, NVLS-Tree on several')
     ap.add_argument('--nics', type=int, default=0, help='NICs kept per machine (--nics-per-node)')
+    ap.add_argument('--pat', action='store_true', help='PAT all_gather and reduce_scatter')
     a = ap.parse_args()
     t0 = time.time()
     points = []
     names = a.presets.split(',') if a.presets else presets(a.cclab)
     combos = [(p, m, c) for p in names for m in (int(x) for x in a.machines.split(','))
-              for c in (COLLS if not a.nvls else NVLS_ONE if m == 1 else NVLS_MANY)]
+              for c in (PAT if a.pat else COLLS if not a.nvls else NVLS_ONE if m == 1 else NVLS_MANY)]
     for p, m, (coll, algo) in combos:
         topo = f'{p}:{m}'
         step = run(a.cclab, coll, topo, algo, 'step', a.b, a.e, a.nics, optional=a.nvls and coll != 'all_reduce')
