@@ -9,6 +9,8 @@
 // a large AllReduce (NCCL's), and a call NVLS cannot reduce (a product) leaves NCCL_ALGO=NVLSTree nothing.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <unistd.h>
 
 #include <cstdint>
@@ -218,6 +220,39 @@ TEST(NvlsTree, DefaultChoiceOnTwoDgxH100) {
     bool mc = false;
     for (const cclabStepEvent_t& e : rec[3].events) mc |= e.prim == cclabPrimLocalCopy && e.sendPeer < 0 && e.recvPeer < 0;
     EXPECT_EQ(mc, count > (size_t{1} << 18)) << "count " << count;
+  }
+}
+
+// NVLS-Tree's last loop is cut as NCCL's NVLS_TREE kernel cuts it (all_reduce.h lastChunkCount): parts
+// aligned to 16 bytes, not to NVLS's 16 KiB. 1100 floats on two DGX H100, one channel: one loop of 4400
+// bytes over 8 heads, so every rank scatters (and gathers) 560 bytes to each of heads 0-6 and 480 to head 7 (with
+// 512-byte parts: 1024 to heads 0-3, 304 to head 4, none to 5-7). Byte-exact as ever.
+TEST(NvlsTree, LastLoopSplitsIn16ByteParts) {
+  Env env{{"CCLAB_TOPO", "dgx-h100:2"}, {"NCCL_ALGO", "NVLSTree"}, {"CCLAB_TIMEOUT", "120"}};
+  Comms comms(16, 1);
+  ASSERT_NE(comms[0], nullptr);
+  const std::string err = dispatch(comms, 8, ncclFloat32, ncclSum, 1100, false);
+  ASSERT_EQ(err, "");
+  std::vector<cclab_test::EventRecorder> rec(16);
+  std::vector<std::vector<float>> buf(16, std::vector<float>(1100, 1.0f));
+  for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], cclab_test::EventRecorder::fn, &rec[r]);
+  run_ranks(16, [&](int r) {
+    NCCL_OK(ncclAllReduce(buf[r].data(), buf[r].data(), 1100, ncclFloat32, ncclSum, comms[r], nullptr));
+  });
+  for (int r = 0; r < 16; ++r) cclabCommSetObserver(comms[r], nullptr, nullptr);
+  EXPECT_EQ(buf[9][1099], 16.0f);
+  for (int r : {0, 13}) {
+    // The copies into the heads' FIFOs (scatter) and out of them (gather), a pair per head part, by offset.
+    std::map<uint64_t, std::vector<size_t>> copies;
+    for (const cclabStepEvent_t& e : rec[r].events)
+      if (e.prim == cclabPrimLocalCopy && e.sendPeer < 0 && e.recvPeer < 0) copies[e.offset].push_back(e.bytes);
+    std::vector<size_t> parts;
+    for (const auto& c : copies) {
+      EXPECT_EQ(c.second.size(), 2u) << "rank " << r << " offset " << c.first;
+      EXPECT_EQ(c.second.front(), c.second.back()) << "rank " << r << " offset " << c.first;
+      parts.push_back(c.second.front());
+    }
+    EXPECT_EQ(parts, (std::vector<size_t>{560, 560, 560, 560, 560, 560, 560, 480})) << "rank " << r;
   }
 }
 
