@@ -147,4 +147,40 @@ TEST(Pat, EnablingRules) {
   }
 }
 
+// Ranks that disagree on the count of a PAT call (rank 0 passes half, so its plan has other steps and
+// places): the receivers' size check (the sender records how far it filled each step) catches it at
+// once - "do all ranks call the operation with the same count" - and the others are stopped; no hang,
+// no crash. Small counts (blocks side by side in a FIFO step) and large ones (many chunks), both
+// collectives.
+TEST(Pat, MismatchedCountsFailWithAnError) {
+  const int n = 5;
+  Env env{{"CCLAB_TOPO", "virtual:5"}, {"NCCL_ALGO", "PAT"}, {"NCCL_BUFFSIZE", "65536"}, {"CCLAB_TIMEOUT", "5"}};
+  for (size_t count : {size_t{64}, size_t{20000}})
+    for (bool gather : {true, false}) {
+      SCOPED_TRACE(std::string(gather ? "all_gather" : "reduce_scatter") + " count " + std::to_string(count));
+      Comms comms(n, 1);
+      ASSERT_NE(comms[0], nullptr);
+      std::vector<std::vector<float>> in(n, std::vector<float>(count * n, 1.0f)), out(n, std::vector<float>(count * n));
+      std::vector<ncclResult_t> res(n);
+      std::vector<std::string> msg(n);
+      const double t0 = cclab_test::now_s();
+      run_ranks(n, [&](int r) {
+        const size_t c = r == 0 ? count / 2 : count;
+        res[r] = gather ? ncclAllGather(in[r].data(), out[r].data(), c, ncclFloat, comms[r], nullptr)
+                        : ncclReduceScatter(in[r].data(), out[r].data(), c, ncclFloat, ncclSum, comms[r], nullptr);
+        msg[r] = ncclGetLastError(comms[r]);
+      });
+      EXPECT_LT(cclab_test::now_s() - t0, 30.0);
+      bool seen = false;  // some rank saw the cause itself (the slice sizes), the others were stopped
+      for (int r = 0; r < n; ++r) {
+        EXPECT_NE(res[r], ncclSuccess) << "rank " << r;
+        const bool cause = msg[r].find("same count") != std::string::npos;
+        const bool stopped = msg[r].find("failed in this operation and stopped it") != std::string::npos;
+        EXPECT_TRUE(cause || stopped) << "rank " << r << ": " << msg[r];
+        seen |= cause;
+      }
+      EXPECT_TRUE(seen);
+    }
+}
+
 }  // namespace
