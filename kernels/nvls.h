@@ -267,7 +267,9 @@ class NvlsSchedule {
         const size_t rem = min_sz(loop, r.size() - o);
         // The last loop splits what is left over the heads in parts aligned as NCCL's lastChunkSize: 16 KiB
         // on one machine (all_reduce.h, NVLS), 16 bytes for NVLS-Tree; the last heads may get less, or
-        // nothing. Never more than a chunk (the slot), which still covers the loop: rem <= n x chunk.
+        // nothing. Never more than a chunk (the slot), which still covers the loop: rem <= n x chunk. (NCCL does
+        // not clamp: with an NCCL_NVLS_CHUNKSIZE that is no multiple of 16 KiB its scatter would run past the
+        // slot; with its defaults the clamp never applies.)
         const size_t align = tree_ != nullptr ? (16 / sizeof(T) > 0 ? 16 / sizeof(T) : 1)
                                               : (16384 / sizeof(T) > 0 ? 16384 / sizeof(T) : 1);
         const size_t part = rem == loop ? chunk : min_sz(round_up(div_up(rem, static_cast<size_t>(n)), align), chunk);

@@ -370,7 +370,7 @@ int Topology::pxn_via(int a, int b, int* net, int level) const {
   const int rail_gpu = gpu_node(nodes[a].machine, nodes[b].dev);  // ncclTopoDevToRank of the peer's device
   if (rail_gpu < 0) return -1;
   const int nic = exit_net(rail_gpu);  // ncclTopoGetLocalNet
-  if (nic < 0 || nic == exit_net(a)) return -1;
+  if (nic < 0) return -1;
   // ncclTopoGetLocalGpu: of the GPUs closest to that NIC, the first whose own NIC it is (else the first).
   PathType best = PathType::kDis;
   for (int g : gpus(nodes[a].machine)) best = std::min(best, path(g, nic).type);
@@ -387,7 +387,7 @@ int Topology::pxn_via(int a, int b, int* net, int level) const {
       *net = nic;
       return via;
     }
-    if (own.type <= PathType::kPxn) *net = nic;
+    if (own.type <= PathType::kPxn && nic != exit_net(a)) *net = nic;  // (a's own NIC: nothing to say)
     return -1;
   }
   if (!relay) return -1;

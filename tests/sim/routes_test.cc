@@ -196,6 +196,33 @@ TEST(SimRoutes, PxnLevelOneGoesThroughAGpuOnlyWhereNeeded) {
   EXPECT_NE(err.find("NCCL_P2P_PXN_LEVEL=\"3\""), std::string::npos) << err;
 }
 
+// With fewer NICs than GPUs (dgx-h100 --nics-per-node 4) a GPU's own NIC may be the rail NIC of another
+// GPU across the CPUs: NCCL (levels 2 and 1) still relays through that NIC's own GPU over NVLink, so an
+// all-to-all puts nothing on the inter-socket link from the second CPU; with PXN off the far GPUs cross it.
+TEST(SimRoutes, PxnRelaysThroughTheNicsGpuWithFewerNics) {
+  auto cpu1_to_cpu0 = [](const char* level) {
+    SimConfig cfg;
+    cfg.topo = "dgx-h100:2";
+    cfg.coll = CollKind::kSendRecv;
+    cfg.p2p = P2pPattern::kAllToAll;
+    cfg.what_if.nics_per_machine = 4;
+    cfg.min_bytes = cfg.max_bytes = size_t{8} << 20;
+    setenv("NCCL_P2P_PXN_LEVEL", level, 1);
+    SimResult r;
+    std::string err;
+    const bool ok = simulate(cfg, &r, &err);
+    unsetenv("NCCL_P2P_PXN_LEVEL");
+    EXPECT_TRUE(ok) << err;
+    double b = 0;
+    for (const SimLinkLoad& l : r.links)
+      if (l.name == "m0.cpu1->m0.cpu0") b += l.bytes;
+    return b;
+  };
+  EXPECT_EQ(cpu1_to_cpu0("2"), 0.0);
+  EXPECT_EQ(cpu1_to_cpu0("1"), 0.0);
+  EXPECT_GT(cpu1_to_cpu0("0"), 0.0);
+}
+
 // An all-to-all on four DGX H100 with PXN (the default): every send between machines stays on its
 // peer's rail, so no byte crosses the spine and a 4:1 spine costs nothing; NCCL_PXN_DISABLE=1 sends from
 // each GPU's own NIC, across rails: the spine carries it and 4:1 is over 3x slower.
