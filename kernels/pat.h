@@ -98,6 +98,11 @@ struct PatRunner {
   bool gather;
   uint64_t acc[kMaxPatDims] = {};
   uint64_t local_acc = 0;
+  // Per receive dimension and FIFO slot: the furthest element this rank read in the step there. A step
+  // is given back by the last operation that reads it, which checks the sender filled it exactly that
+  // far (a rank that passed another count reads other places: caught on both sides, not only where a
+  // read runs past the fill).
+  uint32_t read_end[kMaxPatDims][kNcclSteps] = {};
 
   CCLAB_HD PatRunner(Exec& e, const RedOp<T>& o, const CollWork& work, const PatConns& conns, int ch)
       : exec(e), op(o), w(work), c(conns), channel(ch), in(static_cast<const T*>(work.send)),
@@ -107,13 +112,17 @@ struct PatRunner {
     return step * static_cast<uint64_t>(k->step_bytes / static_cast<int>(sizeof(T))) + static_cast<uint64_t>(off) + n;
   }
 
-  // Waits for the data of receive step `step` and checks the sender put at least `off + n` elements in it.
-  CCLAB_HD bool wait_data(ConnInfo* k, uint64_t step, int off, size_t n, PrimKind prim) {
+  // Waits for the data of receive step `step` on dimension `dim` and checks the sender put at least
+  // `off + n` elements in it.
+  CCLAB_HD bool wait_data(ConnInfo* k, int dim, uint64_t step, int off, size_t n, PrimKind prim) {
     const WaitSite ws{w.rank, channel, k->peer, step + 1, true, prim};
     if (!exec.wait_ge(&k->hdr->tail, step + 1, ws)) return false;
-    const size_t need = (static_cast<size_t>(off) + n) * sizeof(T);
+    const size_t end = static_cast<size_t>(off) + n;
     const int32_t got = k->hdr->sizes[step % kNcclSteps];
-    return !(got < static_cast<int32_t>(need) && exec.size_mismatch(ws, need, got));
+    if (got < static_cast<int32_t>(end * sizeof(T)) && exec.size_mismatch(ws, end * sizeof(T), got)) return false;
+    uint32_t& seen = read_end[dim][step % kNcclSteps];
+    if (end > seen) seen = static_cast<uint32_t>(end);
+    return true;
   }
   // Waits for the credit of send step `step`.
   CCLAB_HD bool wait_credit(ConnInfo* k, uint64_t step, PrimKind prim) {
@@ -134,9 +143,18 @@ struct PatRunner {
     k->step = step + 1;
     exec.post(&k->hdr->tail, k->step);
   }
-  CCLAB_HD void post_recv(ConnInfo* k) {
-    k->step += 1;
+  // Gives the connection's current receive step back, once it checked the step held what was read.
+  CCLAB_HD bool post_recv(ConnInfo* k, int dim, PrimKind prim) {
+    const uint64_t step = k->step;
+    uint32_t& seen = read_end[dim][step % kNcclSteps];
+    const size_t expect = static_cast<size_t>(seen) * sizeof(T);
+    seen = 0;
+    const int32_t got = k->hdr->sizes[step % kNcclSteps];
+    const WaitSite ws{w.rank, channel, k->peer, step + 1, true, prim};
+    if (got != static_cast<int32_t>(expect) && exec.size_mismatch(ws, expect, got)) return false;
+    k->step = step + 1;
     exec.post(&k->hdr->head, k->step);
+    return true;
   }
   CCLAB_HD void observe(PrimKind prim, const ConnInfo* s, const ConnInfo* r, uint64_t step, size_t n, size_t ix,
                         double t0, double td) {
@@ -157,7 +175,7 @@ struct PatRunner {
     bool to_out = false;
     const uint64_t rstep = r ? r->step + static_cast<uint64_t>(o.step_off) : 0, sstep = s ? s->step : 0;
     if (r) {
-      if (!wait_data(r, rstep, o.recv_off, n, prim)) return false;
+      if (!wait_data(r, o.recv_dim, rstep, o.recv_off, n, prim)) return false;
       src = reinterpret_cast<const T*>(r->slot(rstep)) + o.recv_off;
       const uint64_t at = place(r, rstep, o.recv_off, n);
       to_out = at > acc[o.recv_dim];
@@ -179,7 +197,7 @@ struct PatRunner {
         exec.reduce_copy(op, dout, static_cast<T*>(nullptr), static_cast<const T*>(nullptr), src, n, false, false);
     }
     if (s && o.post_send) post_send(s, o.send_off, n);
-    if (r && o.post_recv) post_recv(r);
+    if (r && o.post_recv && !post_recv(r, o.recv_dim, prim)) return false;
     if (obs) observe(prim, s, r, s ? sstep : rstep, n, o.out_ix, t0, td);
     return true;
   }
@@ -196,7 +214,7 @@ struct PatRunner {
     const uint64_t rstep = r ? r->step : 0, sstep = s ? s->step + static_cast<uint64_t>(o.step_off) : 0;
     const T* got = nullptr;
     if (r) {
-      if (!wait_data(r, rstep, o.recv_off, n, prim)) return false;
+      if (!wait_data(r, o.recv_dim, rstep, o.recv_off, n, prim)) return false;
       got = reinterpret_cast<const T*>(r->slot(rstep)) + o.recv_off;
     }
     T* dst = nullptr;
@@ -221,7 +239,7 @@ struct PatRunner {
         exec.reduce_copy(op, dst, static_cast<T*>(nullptr), got, dst, n, false, o.last);
     }
     if (s && o.post_send) post_send(s, o.send_off, n);
-    if (r && o.post_recv) post_recv(r);
+    if (r && o.post_recv && !post_recv(r, o.recv_dim, prim)) return false;
     if (obs) observe(prim, s, r, s ? sstep : rstep, n, o.in_ix, t0, td);
     return true;
   }

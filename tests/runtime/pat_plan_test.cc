@@ -32,6 +32,8 @@ struct Conn {
   uint64_t send = 0, recv = 0;   // each side's running step
   std::map<std::pair<uint64_t, int>, Part> place;
   std::map<uint64_t, int> depth;  // rounds of messages behind each posted step
+  std::map<uint64_t, size_t> size;  // elements the sender recorded at each post (offset + n of the posting op)
+  std::map<uint64_t, size_t> read;  // the furthest end the receiver read in each step
 };
 
 struct Result {
@@ -96,6 +98,8 @@ Result run_plan(bool gather, int n, size_t chan, size_t chunk) {
           auto it = rc->place.find({rstep, o.recv_off});
           if (it == rc->place.end()) return fail(r, "reads a place nobody wrote");
           v = it->second;
+          size_t& end = rc->read[rstep];
+          end = std::max(end, static_cast<size_t>(o.recv_off) + o.nelem);
           clock[r] = std::max(clock[r], rc->depth[rstep]);
         }
         if (gather) {
@@ -133,10 +137,17 @@ Result run_plan(bool gather, int n, size_t chan, size_t chunk) {
         }
         if (sc && o.post_send) {
           sc->depth[sc->send] = clock[r] + 1;
+          sc->size[sc->send] = static_cast<size_t>(o.send_off) + o.nelem;
           sc->tail = ++sc->send;
           if (r == 0) ++res.steps;
         }
-        if (rc && o.post_recv) rc->head = ++rc->recv;
+        if (rc && o.post_recv) {
+          // The step given back was filled exactly as far as this rank read it (pat.h checks the same).
+          if (rc->size[rc->recv] != rc->read[rc->recv]) return fail(r, "gives back a step filled to " +
+                                                                     std::to_string(rc->size[rc->recv]) + " but read to " +
+                                                                     std::to_string(rc->read[rc->recv]));
+          rc->head = ++rc->recv;
+        }
         ++pc[r];
         progress = true;
       }
