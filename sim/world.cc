@@ -404,6 +404,12 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
     pxn_level_ = s[0] - '0';
   }
   if (pxn_disabled) pxn_level_ = 0;
+  // NCCL_CROSS_NIC=0 (ncclTopoGetNetDev): a point-to-point send that takes no PXN relay still leaves by
+  // the peer's rail NIC, straight from the GPU (the search's own reading: graph/search.cc).
+  {
+    const char* v = getenv("NCCL_CROSS_NIC");
+    p2p_rail_nic_ = v != nullptr && std::string(v) == "0";
+  }
   // NVLS where the model has it (NCCL_NVLS_ENABLE, default 2): the switch hosts join the platform before
   // it is sealed, by the world that builds it; a world on a shared platform (session.cc: another GPU set
   // of CCLAB_BACKEND=sim) runs NVLS where that world added them. A custom algorithm's world offers the
@@ -517,6 +523,12 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
         int pxn_net = -1;  // point-to-point through PXN (any GPU of the machine may be the proxy's rank)
         const int via = topo_.pxn_via(a, b, &pxn_net, pxn_level_);
         if (pxn_net >= 0 && !platform_->add_route(Platform::End{a, pxn_net, via}, Platform::End{b}, &err)) {
+          *error = err;
+          return false;
+        }
+        const int rail = p2p_rail_nic_ ? topo_.rail_net(a, b) : -1;  // NCCL_CROSS_NIC=0 without a relay
+        if (rail >= 0 && rail != topo_.exit_net(a) && (via >= 0 || pxn_net != rail) &&
+            !platform_->add_route(Platform::End{a, rail, -1}, Platform::End{b}, &err)) {
           *error = err;
           return false;
         }
@@ -648,6 +660,10 @@ Platform::End World::p2p_end(int from, int to) const {
   // may take the peer's rail NIC with no intermediate GPU (a NIC within a's PCIe switches).
   if (via < 0 && net >= 0) e.net = net;
   if (via >= 0 && std::find(rank_gpu_.begin(), rank_gpu_.end(), via) != rank_gpu_.end()) e.net = net, e.via = via;
+  if (e.net < 0 && p2p_rail_nic_) {  // NCCL_CROSS_NIC=0: the peer's rail NIC all the same, without a relay
+    const int rail = topo_.rail_net(rank_gpu_[from], rank_gpu_[to]);
+    if (rail >= 0 && rail != topo_.exit_net(rank_gpu_[from])) e.net = rail;
+  }
   return e;
 }
 

@@ -308,6 +308,7 @@ class World {
   // point-to-point sends between machines take the peer's rail NIC; the sending end of rank from's
   // point-to-point route to rank to.
   int pxn_level_ = 2;
+  bool p2p_rail_nic_ = false;  // NCCL_CROSS_NIC=0: sends without a relay leave by the peer's rail NIC
   Platform::End p2p_end(int from, int to) const;
   int head_nic(int rank) const;
   std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head

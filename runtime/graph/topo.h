@@ -209,6 +209,9 @@ class Topology {
   // Returns the intermediate GPU (-1: none) and sets *net to the NIC's NET node when the send leaves by
   // it; *net untouched and -1 when the send takes a's own NIC (same machine, b's rail is a's, no path).
   int pxn_via(int a, int b, int* net, int level = 2) const;
+  // The NIC of GPU b's rail on GPU a's machine: the NET closest to the GPU of a's machine with b's dev
+  // (ncclTopoGetLocalNet of that GPU). -1 on one machine or where there is none.
+  int rail_net(int a, int b) const;
 
   // Consistency check: every link's reverse is its mirror, GPUs have dev 0..n-1 on every machine, every
   // machine has the same number of GPUs, NVLink targets exist ... false with *error describing the

@@ -362,14 +362,21 @@ const TopoPath& Topology::path_via(int a, int b, int exit, int entry) const {
   return compose_path(a, exit, entry, b);
 }
 
+int Topology::rail_net(int a, int b) const {
+  const int n = static_cast<int>(nodes.size());
+  if (a < 0 || b < 0 || a >= n || b >= n || nodes[a].type != TopoNodeType::kGpu || nodes[b].type != TopoNodeType::kGpu ||
+      nodes[a].machine == nodes[b].machine)
+    return -1;
+  const int rail_gpu = gpu_node(nodes[a].machine, nodes[b].dev);  // ncclTopoDevToRank of the peer's device
+  return rail_gpu < 0 ? -1 : exit_net(rail_gpu);                  // ncclTopoGetLocalNet
+}
+
 int Topology::pxn_via(int a, int b, int* net, int level) const {
   const int n = static_cast<int>(nodes.size());
   if (level <= 0 || a < 0 || b < 0 || a >= n || b >= n || nodes[a].type != TopoNodeType::kGpu ||
       nodes[b].type != TopoNodeType::kGpu || nodes[a].machine == nodes[b].machine)
     return -1;
-  const int rail_gpu = gpu_node(nodes[a].machine, nodes[b].dev);  // ncclTopoDevToRank of the peer's device
-  if (rail_gpu < 0) return -1;
-  const int nic = exit_net(rail_gpu);  // ncclTopoGetLocalNet
+  const int nic = rail_net(a, b);
   if (nic < 0) return -1;
   // ncclTopoGetLocalGpu: of the GPUs closest to that NIC, the first whose own NIC it is (else the first).
   PathType best = PathType::kDis;

@@ -122,6 +122,17 @@ TEST(SimRoutes, OversubscribedSpineLeavesRailAlignedRingsAlone) {
   EXPECT_DOUBLE_EQ(a.sizes[0].time_us, b.sizes[0].time_us);
 }
 
+// An all-to-all of `bytes` per peer on `topo`, the spine oversubscribed `oversubscription`:1.
+SimConfig all_to_all_config(const char* topo, size_t bytes, double oversubscription) {
+  SimConfig cfg;
+  cfg.topo = topo;
+  cfg.coll = CollKind::kSendRecv;
+  cfg.p2p = P2pPattern::kAllToAll;
+  cfg.fabric.oversubscription = oversubscription;
+  cfg.min_bytes = cfg.max_bytes = bytes;
+  return cfg;
+}
+
 // Bytes a run put on links to or from a spine switch.
 double spine_bytes(const Topology& t, const SimResult& r) {
   double b = 0;
@@ -223,17 +234,37 @@ TEST(SimRoutes, PxnRelaysThroughTheNicsGpuWithFewerNics) {
   EXPECT_GT(cpu1_to_cpu0("0"), 0.0);
 }
 
+// NCCL_CROSS_NIC=0 (ncclTopoGetNetDev): with PXN off a send still leaves by the peer's rail NIC, straight
+// from the GPU over PCIe and the CPUs, so an all-to-all on four DGX H100 stays off the spine (and a 4:1
+// spine costs nothing); without it each GPU's own NIC sends across the rails.
+TEST(SimRoutes, CrossNicZeroKeepsPointToPointOnTheRails) {
+  auto all_to_all = [](bool cross_nic_zero, double oversubscription) {
+    const SimConfig cfg = all_to_all_config("dgx-h100:4", size_t{8} << 20, oversubscription);
+    setenv("NCCL_PXN_DISABLE", "1", 1);
+    if (cross_nic_zero) setenv("NCCL_CROSS_NIC", "0", 1);
+    SimResult r;
+    std::string err;
+    const bool ok = simulate(cfg, &r, &err);
+    unsetenv("NCCL_PXN_DISABLE");
+    unsetenv("NCCL_CROSS_NIC");
+    EXPECT_TRUE(ok) << err;
+    return r;
+  };
+  const Model m = model("dgx-h100", 4);
+  const SimResult rail = all_to_all(true, 1), rail4 = all_to_all(true, 4), own = all_to_all(false, 1);
+  ASSERT_EQ(rail.sizes.size(), 1u);
+  ASSERT_EQ(rail4.sizes.size(), 1u);
+  EXPECT_EQ(spine_bytes(m.topo, rail), 0.0);
+  EXPECT_DOUBLE_EQ(rail.sizes[0].time_us, rail4.sizes[0].time_us);
+  EXPECT_GT(spine_bytes(m.topo, own), 0.0);
+}
+
 // An all-to-all on four DGX H100 with PXN (the default): every send between machines stays on its
 // peer's rail, so no byte crosses the spine and a 4:1 spine costs nothing; NCCL_PXN_DISABLE=1 sends from
 // each GPU's own NIC, across rails: the spine carries it and 4:1 is over 3x slower.
 TEST(SimRoutes, PxnKeepsAllToAllOffTheSpine) {
   auto all_to_all = [](double oversubscription) {
-    SimConfig cfg;
-    cfg.topo = "dgx-h100:4";
-    cfg.coll = CollKind::kSendRecv;
-    cfg.p2p = P2pPattern::kAllToAll;
-    cfg.fabric.oversubscription = oversubscription;
-    cfg.min_bytes = cfg.max_bytes = size_t{32} << 20;
+    const SimConfig cfg = all_to_all_config("dgx-h100:4", size_t{32} << 20, oversubscription);
     SimResult r;
     std::string err;
     EXPECT_TRUE(simulate(cfg, &r, &err)) << err;
