@@ -108,6 +108,13 @@ struct PatRunner {
       : exec(e), op(o), w(work), c(conns), channel(ch), in(static_cast<const T*>(work.send)),
         out(static_cast<T*>(work.recv)), gather(work.coll == CollKind::kAllGather) {}
 
+  // True the first time a place ending at `at` is written (NCCL's accSize test): `seen` is the furthest end
+  // so far, moved on to `at`.
+  CCLAB_HD static bool first_write(uint64_t& seen, uint64_t at) {
+    if (at <= seen) return false;
+    seen = at;
+    return true;
+  }
   CCLAB_HD static uint64_t place(const ConnInfo* k, uint64_t step, int off, size_t n) {
     return step * static_cast<uint64_t>(k->step_bytes / static_cast<int>(sizeof(T))) + static_cast<uint64_t>(off) + n;
   }
@@ -177,14 +184,11 @@ struct PatRunner {
     if (r) {
       if (!wait_data(r, o.recv_dim, rstep, o.recv_off, n, prim)) return false;
       src = reinterpret_cast<const T*>(r->slot(rstep)) + o.recv_off;
-      const uint64_t at = place(r, rstep, o.recv_off, n);
-      to_out = at > acc[o.recv_dim];
-      if (to_out) acc[o.recv_dim] = at;
+      to_out = first_write(acc[o.recv_dim], place(r, rstep, o.recv_off, n));
     } else {
       src = in + o.in_ix;
-      const uint64_t at = o.in_ix + n;
-      to_out = at > local_acc && src != out + o.out_ix;  // in place: the output already holds it
-      if (at > local_acc) local_acc = at;
+      // In place the output already holds it.
+      to_out = first_write(local_acc, o.in_ix + n) && src != out + o.out_ix;
     }
     if (s && !wait_credit(s, sstep, prim)) return false;
     const double td = obs ? exec.now_us() : 0.0;
@@ -222,14 +226,10 @@ struct PatRunner {
     if (s) {
       if (!wait_credit(s, sstep, prim)) return false;
       dst = reinterpret_cast<T*>(s->slot(sstep)) + o.send_off;
-      const uint64_t at = place(s, sstep, o.send_off, n);
-      fresh = at > acc[o.send_dim];
-      if (fresh) acc[o.send_dim] = at;
+      fresh = first_write(acc[o.send_dim], place(s, sstep, o.send_off, n));
     } else {
       dst = out + o.out_ix;
-      const uint64_t at = o.out_ix + n;
-      fresh = at > local_acc;
-      if (fresh) local_acc = at;
+      fresh = first_write(local_acc, o.out_ix + n);
     }
     const double td = obs ? exec.now_us() : 0.0;
     if (n > 0) {

@@ -144,8 +144,8 @@ CCLAB_HD inline int mirror_invert(int i, int max) {
   return r;
 }
 
-// True when i's bits above some position are the complement of pow2 - 1's (i is 2^k - 1 short of a
-// multiple...): NCCL's newPeer, where a group's sends move to the next peer.
+// True when i's bits below pow2 are ones from the top down and zeros below them (pow2 = 16: i = 0, 8, 12,
+// 14, 15): NCCL's newPeer, where a group's sends move to the next peer.
 CCLAB_HD inline bool new_peer(int i, int pow2) {
   unsigned x = (static_cast<unsigned>(i) ^ static_cast<unsigned>(pow2 - 1)) + 1u;
   return x != 0 && (x & (x - 1)) == 0;

@@ -526,8 +526,8 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
           *error = err;
           return false;
         }
-        const int rail = p2p_rail_nic_ ? topo_.rail_net(a, b) : -1;  // NCCL_CROSS_NIC=0 without a relay
-        if (rail >= 0 && rail != topo_.exit_net(a) && (via >= 0 || pxn_net != rail) &&
+        const int rail = cross_nic_rail(a, b);  // NCCL_CROSS_NIC=0 without a relay
+        if (rail >= 0 && (via >= 0 || pxn_net != rail) &&
             !platform_->add_route(Platform::End{a, rail, -1}, Platform::End{b}, &err)) {
           *error = err;
           return false;
@@ -660,11 +660,14 @@ Platform::End World::p2p_end(int from, int to) const {
   // may take the peer's rail NIC with no intermediate GPU (a NIC within a's PCIe switches).
   if (via < 0 && net >= 0) e.net = net;
   if (via >= 0 && std::find(rank_gpu_.begin(), rank_gpu_.end(), via) != rank_gpu_.end()) e.net = net, e.via = via;
-  if (e.net < 0 && p2p_rail_nic_) {  // NCCL_CROSS_NIC=0: the peer's rail NIC all the same, without a relay
-    const int rail = topo_.rail_net(rank_gpu_[from], rank_gpu_[to]);
-    if (rail >= 0 && rail != topo_.exit_net(rank_gpu_[from])) e.net = rail;
-  }
+  if (e.net < 0) e.net = cross_nic_rail(rank_gpu_[from], rank_gpu_[to]);  // NCCL_CROSS_NIC=0, no relay
   return e;
+}
+
+int World::cross_nic_rail(int a, int b) const {
+  if (!p2p_rail_nic_) return -1;
+  const int rail = topo_.rail_net(a, b);
+  return rail >= 0 && rail != topo_.exit_net(a) ? rail : -1;
 }
 
 const World::ConnRoute& World::conn_route(const ConnInfo& send) const {

@@ -309,6 +309,8 @@ class World {
   // point-to-point route to rank to.
   int pxn_level_ = 2;
   bool p2p_rail_nic_ = false;  // NCCL_CROSS_NIC=0: sends without a relay leave by the peer's rail NIC
+  // That rail NIC for a send from GPU a to GPU b, where NCCL_CROSS_NIC=0 makes it another than a's own; else -1.
+  int cross_nic_rail(int a, int b) const;
   Platform::End p2p_end(int from, int to) const;
   int head_nic(int rank) const;
   std::vector<std::pair<int, int>> nvls_head_nets_;  // NVLS-Tree: (GPU dev, NET dev) of each head
