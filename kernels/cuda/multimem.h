@@ -126,8 +126,13 @@ __device__ __forceinline__ T mm_ld_reduce(const T* p, RedOpKind k) {
     return mm_ld_reduce_u32(p, k);
   } else if constexpr (std::is_same<T, int64_t>::value) {
     return mm_ld_reduce_s64(p, k);
+  } else if constexpr (std::is_same<T, uint64_t>::value) {
+    return mm_ld_reduce_u64(p, k);
   } else {
-    return static_cast<T>(mm_ld_reduce_u64(reinterpret_cast<const uint64_t*>(p), k));
+    // No single-element instruction (8-bit and fp8 types; 16-bit ones go in pairs, mm_ld_reduce_x2):
+    // multimem_supported<T> is false, so the block executor emulates and never calls this.
+    __trap();
+    return *p;
   }
 }
 

@@ -2,7 +2,8 @@
 // block's multimem operations are NVLink SHARP's PTX (kernels/cuda/multimem.h: multimem.ld_reduce,
 // multimem.st): built for a real sm_90 target, so ptxas assembles every multimem instruction, whatever
 // CCLAB_CUDA_ARCHS is (CI builds the backend's kernels as 80-virtual PTX, which keeps the emulation).
-// Every type NVLS reduces, and a 1-byte type (AllGather, emulated). Nothing runs.
+// Every datatype of the kernels (block_kernel<T> instantiates the NVLS schedule for each, with or without
+// a multimem instruction for it: the 1-byte types and fp8 are emulated). Nothing runs.
 #include "kernels/block_exec.h"
 #include "kernels/cuda/device_block.h"
 #include "kernels/nvls.h"
@@ -32,6 +33,7 @@ __global__ void nvls_tree_sm90_check(const CollWork w, NvlsConn* conn, const Nvl
 template __global__ void nvls_tree_sm90_check<float>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
 template __global__ void nvls_tree_sm90_check<half_t>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
 template __global__ void nvls_tree_sm90_check<int64_t>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
+template __global__ void nvls_tree_sm90_check<fp8_e4m3_t>(const CollWork, NvlsConn*, const NvlsTreeConns, const int*);
 
 template __global__ void nvls_sm90_check<float>(const CollWork, NvlsConn*, const int*);
 template __global__ void nvls_sm90_check<double>(const CollWork, NvlsConn*, const int*);
@@ -42,6 +44,9 @@ template __global__ void nvls_sm90_check<uint64_t>(const CollWork, NvlsConn*, co
 template __global__ void nvls_sm90_check<half_t>(const CollWork, NvlsConn*, const int*);
 template __global__ void nvls_sm90_check<bfloat16_t>(const CollWork, NvlsConn*, const int*);
 template __global__ void nvls_sm90_check<int8_t>(const CollWork, NvlsConn*, const int*);
+template __global__ void nvls_sm90_check<uint8_t>(const CollWork, NvlsConn*, const int*);
+template __global__ void nvls_sm90_check<fp8_e4m3_t>(const CollWork, NvlsConn*, const int*);
+template __global__ void nvls_sm90_check<fp8_e5m2_t>(const CollWork, NvlsConn*, const int*);
 
 }  // namespace cuda
 }  // namespace cclab
