@@ -99,11 +99,41 @@ ncclResult_t check_stream(cudaStream_t s, const char* fn) {
   return ncclSuccess;
 }
 
+// Buffers that overlap without being in place, as NCCL defines it: an AllGather's sendbuff at recvbuff +
+// rank x count, a ReduceScatter's recvbuff at sendbuff + rank x count, the others the same buffer.
+// Anything else would read input the call has already overwritten (NCCL leaves it undefined).
+ncclResult_t check_overlap(const OpDesc& op) {
+  if (op.count == 0) return ncclSuccess;
+  const ncclComm_t comm = op.comm;
+  const bool root = comm->rank == op.root;
+  // Which buffers the call reads and writes on this rank.
+  const bool reads = op.coll != CollKind::kBroadcast || root, writes = op.coll != CollKind::kReduce || root;
+  if (!reads || !writes) return ncclSuccess;
+  const size_t es = type_size(op.type), n = static_cast<size_t>(comm->nranks);
+  const size_t in = (op.coll == CollKind::kReduceScatter ? n : 1) * op.count * es;
+  const size_t out = (op.coll == CollKind::kAllGather ? n : 1) * op.count * es;
+  const uintptr_t s = reinterpret_cast<uintptr_t>(op.send), r = reinterpret_cast<uintptr_t>(op.recv);
+  const size_t mine = static_cast<size_t>(comm->rank) * op.count * es;
+  uintptr_t in_place = r;  // where sendbuff is when the call is in place
+  if (op.coll == CollKind::kAllGather) in_place = r + mine;
+  if (op.coll == CollKind::kReduceScatter) in_place = r - mine;
+  if (s == in_place || s + in <= r || r + out <= s) return ncclSuccess;
+  const char* rule = op.coll == CollKind::kAllGather       ? "sendbuff == recvbuff + rank x count x type size"
+                     : op.coll == CollKind::kReduceScatter ? "recvbuff == sendbuff + rank x count x type size"
+                                                           : "sendbuff == recvbuff";
+  return report_error(ncclInvalidArgument,
+                      "%s: rank %d's sendbuff %p (%zu bytes) and recvbuff %p (%zu bytes) overlap but the call is not "
+                      "in place (in place means %s, here sendbuff %p): the call would read input it has already "
+                      "overwritten",
+                      op.fn, comm->rank, op.send, in, op.recv, out, rule, reinterpret_cast<const void*>(in_place));
+}
+
 ncclResult_t collective(OpDesc op, size_t mult, bool needs_op) {
   CCLAB_TRY(check_comm_ready(op.comm, op.fn));
   CCLAB_TRY(check_type(op.type, op.fn));
   if (needs_op) CCLAB_TRY(check_op(op.comm, op.op, op.type, op.fn));
   CCLAB_TRY(check_count(op.count, op.type, mult, op.fn, "count"));
+  CCLAB_TRY(check_overlap(op));
   if (!op.comm->cuda) CCLAB_TRY(check_stream(op.stream, op.fn));  // CUDA checks its streams at launch
   return fail(enqueue(op));
 }

@@ -146,6 +146,35 @@ TEST_F(BadInput, InPlaceAlltoAllNeedsOneRank) {
   EXPECT_EQ(buf, before);
 }
 
+// Buffers that overlap but are not in place as NCCL defines it are refused, naming both buffers and
+// the rule; in place itself, and buffers side by side, are accepted (checked before anything runs, so
+// one rank of two can be asked alone).
+TEST_F(BadInput, OverlappingBuffersThatAreNotInPlace) {
+  float* a = a_.data();  // 4096 floats; the communicator has 2 ranks, this is rank 0
+  // ReduceScatter of 16: in place is recvbuff == sendbuff + 0 x 16 for rank 0; one float later overlaps.
+  EXPECT_BAD(ncclReduceScatter(a, a + 1, 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument, "ncclReduceScatter",
+             "overlap", "not in place", "recvbuff == sendbuff + rank");
+  // AllGather: rank 0's sendbuff must be recvbuff + 0; inside the output elsewhere is refused.
+  EXPECT_BAD(ncclAllGather(a + 16, a, 16, ncclFloat, c0_, nullptr), ncclInvalidArgument, "ncclAllGather", "overlap",
+             "sendbuff == recvbuff + rank");
+  // AllReduce, Broadcast at the root, Reduce at the root: shifted by one element.
+  EXPECT_BAD(ncclAllReduce(a, a + 1, 16, ncclFloat, ncclSum, c0_, nullptr), ncclInvalidArgument, "ncclAllReduce",
+             "overlap", "sendbuff == recvbuff");
+  EXPECT_BAD(ncclBroadcast(a + 1, a, 16, ncclFloat, 0, c0_, nullptr), ncclInvalidArgument, "ncclBroadcast", "overlap");
+  EXPECT_BAD(ncclReduce(a, a + 8, 16, ncclFloat, ncclSum, 0, c0_, nullptr), ncclInvalidArgument, "ncclReduce",
+             "overlap");
+  // Accepted (and run, with rank 1 calling the same): in place, and adjacent buffers.
+  run_ranks(2, [&](int r) {
+    ncclComm_t c = (*comms_)[r];
+    std::vector<float> buf(64, 1.0f);
+    float* b = buf.data();
+    NCCL_OK(ncclReduceScatter(b, b + r * 16, 16, ncclFloat, ncclSum, c, nullptr));   // in place
+    NCCL_OK(ncclAllGather(b + r * 16, b, 16, ncclFloat, c, nullptr));                // in place
+    NCCL_OK(ncclAllReduce(b, b + 16, 16, ncclFloat, ncclSum, c, nullptr));          // side by side
+    NCCL_OK(ncclReduce(b, b, 16, ncclFloat, ncclSum, 0, c, nullptr));               // in place
+  });
+}
+
 TEST_F(BadInput, NullCommAndInvalidStream) {
   EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
              "comm", "NULL");
