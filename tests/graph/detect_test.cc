@@ -376,14 +376,15 @@ TEST(Detect, NoGpuStillReportsCpusAndNics) {
 // on the machine itself - the summary lines cclab topo --detect printed there, and the machine of the
 // topology XML NCCL_TOPO_DUMP_FILE wrote there (tests/graph/data/lent_h200_vm_dump.xml). Unlike the
 // presets' fake trees, the GPU has no bridge or switch above it, no NUMA information and a virtio NIC.
-TEST(Detect, LentH200VmMatchesTheRealMachine) {
+// What detection printed on the lent machines (scripts/gpu_lease.sh's detect step), and the machine of
+// the XML NCCL_TOPO_DUMP_FILE wrote there.
+void expect_lent_vm(void (*make)(FakeSysfs&, FakeNvml&), const char* gpu_line, const char* dump) {
   FakeSysfs fs;
   FakeNvml nvml;
-  cclab_test::make_lent_h200_vm(fs, nvml);
+  make(fs, nvml);
   DetectResult r;
   Topology t = detect_ok(fs, &nvml, &r);
-  for (const char* line : {"cpu  NUMA 0  x86_64 GenuineIntel family 6 model 207  cpus 0-15",
-                           "gpu  0000:00:06.0  dev 0  sm90  0x10de:0x2335  32.0 GT/s PCIe x16  NUMA 0  no NVLink",
+  for (const char* line : {"cpu  NUMA 0  x86_64 GenuineIntel family 6 model 207  cpus 0-15", gpu_line,
                            "nic  (not on PCI)  eth0  Ethernet 10000 Mb/s  NUMA 0"})
     EXPECT_TRUE(contains(r.summary, line)) << "missing: " << line << "\n" << r.summary;
   EXPECT_TRUE(any_contains(r.notes, "numa_node is -1 (no NUMA information): taking NUMA node 0")) << joined(r.notes);
@@ -392,9 +393,20 @@ TEST(Detect, LentH200VmMatchesTheRealMachine) {
   const char* dir = std::getenv("CCLAB_TEST_DATA");
   Topology dumped;
   std::string err;
-  ASSERT_TRUE(read_topology_xml(std::string(dir ? dir : "tests/graph/data") + "/lent_h200_vm_dump.xml", &dumped, &err))
-      << err;
+  ASSERT_TRUE(read_topology_xml(std::string(dir ? dir : "tests/graph/data") + "/" + dump, &dumped, &err)) << err;
   expect_same_machine(t, dumped);
+}
+
+TEST(Detect, LentH200VmMatchesTheRealMachine) {
+  expect_lent_vm(cclab_test::make_lent_h200_vm,
+                 "gpu  0000:00:06.0  dev 0  sm90  0x10de:0x2335  32.0 GT/s PCIe x16  NUMA 0  no NVLink",
+                 "lent_h200_vm_dump.xml");
+}
+
+TEST(Detect, LentH100VmMatchesTheRealMachine) {
+  expect_lent_vm(cclab_test::make_lent_h100_vm,
+                 "gpu  0000:00:06.0  dev 0  sm90  0x10de:0x2330  32.0 GT/s PCIe x16  NUMA 0  no NVLink",
+                 "lent_h100_vm_dump.xml");
 }
 
 // ---- bad input -------------------------------------------------------------------------------------

@@ -396,22 +396,26 @@ inline void make_gpuless_vm(FakeSysfs& fs) {
   fs.function("pci0000:00", bdf(0, 2), PciAttrs{"0x030000", "0x1af4", "0x1050", "", "", "", "", "-1"});
 }
 
-// The project's lent GPU machine (a Firecracker VM with one H200), as scripts/sysfs_capture.sh read it
-// there on 2026-11-26: the GPU (0x2335, class 0x030200) sits on the root bus with no bridge or switch
+// The project's lent GPU machines (Firecracker VMs with one H200 or one H100), as scripts/sysfs_capture.sh
+// read them there on 2026-11-26 and 2026-11-27: the GPU (class 0x030200) sits on the root bus with no bridge or switch
 // above it (devices/pci0000:00/0000:00:06.0), PCIe Gen5 x16, numa_node -1; the NIC is virtio-net
 // (eth0 under 0000:00:03.0/virtio2, speed -1); one NUMA node with 16 CPUs; an Intel family 6 model 207
 // CPU. NVML reports sm 9.0 and no NVLink. (Serial numbers and UUIDs are not among what detection reads.)
-inline void make_lent_h200_vm(FakeSysfs& fs, FakeNvml& nvml) {
+inline void make_lent_vm(FakeSysfs& fs, FakeNvml& nvml, const char* gpu_device, const char* gpu_subsystem) {
   fs.cpuinfo("GenuineIntel", 6, 207);
   fs.numa_node(0, "ffff", "0-15");
   fs.function("pci0000:00", bdf(0, 3), PciAttrs{"0x020000", "0x1af4", "0x1041", "0x1af4", "0x1041", "", "", "-1"});
   fs.mkdirs("devices/pci0000:00/0000:00:03.0/virtio2");
   fs.eth("eth0", "pci0000:00/0000:00:03.0/virtio2", "-1");
   fs.function("pci0000:00", bdf(0, 6),
-              PciAttrs{"0x030200", "0x10de", "0x2335", "0x10de", "0x18bf", "32.0 GT/s PCIe", "16", "-1"});
+              PciAttrs{"0x030200", "0x10de", gpu_device, "0x10de", gpu_subsystem, "32.0 GT/s PCIe", "16", "-1"});
   nvml.gpus[0x60].major = 9;  // NCCL's int64 bus id of 0000:00:06.0
   nvml.gpus[0x60].minor = 0;
 }
+// The H200 (0x2335) lent on 2026-11-26, and the H100 80GB HBM3 (0x2330) lent on 2026-11-27: the same VM
+// but for the GPU's PCI device and subsystem ids.
+inline void make_lent_h200_vm(FakeSysfs& fs, FakeNvml& nvml) { make_lent_vm(fs, nvml, "0x2335", "0x18bf"); }
+inline void make_lent_h100_vm(FakeSysfs& fs, FakeNvml& nvml) { make_lent_vm(fs, nvml, "0x2330", "0x16c1"); }
 
 // A plain 2-GPU PCIe box: one CPU; GPUs 0000:06:00.0 and 0000:09:00.0 each behind its own second-level
 // PCIe switch (0x04, 0x07) under one top switch (0x02): PXB between them; a 2-port 100 Gb/s NIC
