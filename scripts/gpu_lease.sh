@@ -16,7 +16,8 @@
 # CUDA driver are the machine's), cclab's install tree (NCCL's names: lib/libnccl.so.2), and, when given,
 # NVIDIA's nccl-tests built twice here (NCCL_TESTS_NVIDIA: against the CUDA toolkit's NCCL;
 # NCCL_TESTS_CCLAB: against cclab's install tree) and a second libcclab whose kernels inline their data
-# loop (CCLAB_INLINE_BUILD: a build dir configured with -DCCLAB_CUDA_INLINE_DATA_LOOP=ON). Binaries built
+# loop (CCLAB_INLINE_BUILD: a build dir configured with -DCCLAB_CUDA_INLINE_DATA_LOOP=ON, and
+# -DCCLAB_CUDA_INLINE_TYPES=float32 on a machine with less than ~21 GB per parallel ptxas). Binaries built
 # on Debian 12 (glibc 2.36) run on a newer glibc; the carried libraries are put on LD_LIBRARY_PATH for
 # cclab's commands only.
 #
@@ -27,8 +28,8 @@
 # is packed again into $OUT/lease.tgz, so a run killed at its limit still returns what it did. The last
 # thing printed is one line per step with its status and time.
 #
-# Steps (in this order): env first diag detect tests perf memcpy ncclt live inline checked. When the
-# first run (one all_reduce) fails, the steps that need a working backend are skipped, so the call
+# Steps (in this order): env first diag detect tests perf pat memcpy ncclt live inline checked; hang,
+# channels and profile run only when named. When the first run (one all_reduce) fails, the steps that need a working backend are skipped, so the call
 # ends early with the diagnosis and leaves device time for a rerun after a fix.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,11 +45,16 @@ shift
 pack() {
   local build="${CCLAB_GPU_BUILD_DIR:-$root/$build_rel}"
   local carry=/tmp/cclab-gpucarry  # staged here, then packed into .gpucarry/carry.tgz
+  # docs' TwoShot and lab 8's solution built in, as scripts/gpu_session.sh builds them, for the tests
+  # step's gpu_custom_algorithms (with the plugin it refuses, tests/algorithms/wrong_sum.so).
   if [ ! -f "$build/build.ninja" ]; then
     cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCCLAB_CUDA=ON -DCCLAB_CUDA_ARCHS=90 \
-      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF || return 1
+      -DCCLAB_CUDA_QUICK=OFF -DCCLAB_VIZ=OFF \
+      "-DCCLAB_CUSTOM_ALGOS=${CCLAB_CUSTOM_ALGOS-docs/examples/algorithms/two_shot.cc;labs/solutions/08-your-own-algorithm/my_allreduce.cc}" ||
+      return 1
   fi
-  cmake --build "$build" -j "$(nproc)" --target cclab_cli gpu_collectives_test cclab_gpu_memcpy_bw cclab_nccl || return 1
+  cmake --build "$build" -j "$(nproc)" --target cclab_cli gpu_collectives_test cclab_gpu_memcpy_bw cclab_nccl wrong_sum ||
+    return 1
   rm -rf "$carry"
   mkdir -p "$carry/lib" "$carry/$build_rel"
   # The build tree's files the steps use, at their places (CTest files name them by absolute path).
@@ -57,7 +63,8 @@ pack() {
   for f in runtime/cli/cclab tests/gpu/gpu_collectives_test bench/cclab_gpu_memcpy_bw; do
     (cd "$build" && cp --parents "$f" "$carry/$build_rel/") || return 1
   done
-  (cd "$build" && find . -name 'lib*.so*' \( -type f -o -type l \) -print0 | xargs -0 cp -P --parents -t "$carry/$build_rel") || return 1
+  (cd "$build" && find . \( -name 'lib*.so*' -o -path './tests/algorithms/*.so' \) \( -type f -o -type l \) -print0 |
+    xargs -0 cp -P --parents -t "$carry/$build_rel") || return 1
   # NCCL's names from the install tree (lib/libnccl.so.2), for nccl-tests built against cclab.
   cmake --install "$build" --prefix "$carry/install" >/dev/null || return 1
   rm -rf "$carry/install/include" "$carry/install/lib"/libcclab*
@@ -231,16 +238,18 @@ s_detect() {
   bash "$root/scripts/sysfs_capture.sh" "$logs/sysfs.tgz"
 }
 
+# CCLAB_LEASE_TESTS: a ctest -R regex to run only some entries (a rerun after a fix).
 s_tests() {
-  (cd "$root/$build_rel" && t "$STEP_SECONDS" ctest -L gpu -E '^gpu_perf_' --output-on-failure \
-    --timeout "${CCLAB_LEASE_TEST_SECONDS:-150}")
+  (cd "$root/$build_rel" && t "$STEP_SECONDS" ctest -L gpu -E '^gpu_perf_' ${CCLAB_LEASE_TESTS:+-R "$CCLAB_LEASE_TESTS"} \
+    --output-on-failure --timeout "${CCLAB_LEASE_TEST_SECONDS:-150}")
 }
 
-# nccl-tests' table from cclab's kernels: 5 collectives x 2, 4, 8 ranks on the one GPU, 8 B .. 1 GiB.
+# nccl-tests' table from cclab's kernels: 5 collectives (CCLAB_LEASE_PERF_COLLS) x 2, 4, 8 ranks on the
+# one GPU, 8 B .. 1 GiB.
 s_perf() {
   local c g
   for g in 2 4 8; do
-    for c in all_reduce all_gather reduce_scatter broadcast sendrecv; do
+    for c in ${CCLAB_LEASE_PERF_COLLS:-all_reduce all_gather reduce_scatter broadcast sendrecv}; do
       echo "##### $c -g $g"
       CUDA_DEVICE_MAX_CONNECTIONS=32 CCLAB_BACKEND=cuda NCCL_DEBUG=WARN t 40 "$cclab" perf "$c" -g "$g" -b 16 -e 1G -f 4 -n 10 -w 3 -c 0
       echo "rc=$?"
@@ -336,6 +345,45 @@ s_channels() {
   done
 }
 
+# PAT (NCCL_ALGO=PAT; NCCL_PAT_ENABLE=1, as the ranks share one machine) against Ring/Simple, back to
+# back, then PAT's values checked on 3 and 8 ranks up to 64 MiB.
+s_pat() {
+  local c g a
+  for g in 2 4 8; do
+    for c in all_gather reduce_scatter; do
+      for a in PAT Ring; do
+        echo "##### $c -g $g algo $a"
+        CUDA_DEVICE_MAX_CONNECTIONS=32 CCLAB_BACKEND=cuda NCCL_ALGO=$a NCCL_PROTO=Simple NCCL_PAT_ENABLE=1 NCCL_DEBUG=WARN \
+          t 40 "$cclab" perf "$c" -g "$g" -b 64 -e 1G -f 16 -n 5 -w 2 -c 0
+        echo "rc=$?"
+      done
+    done
+  done
+  for g in 3 8; do
+    for c in all_gather reduce_scatter; do
+      echo "##### checked $c -g $g algo PAT"
+      CUDA_DEVICE_MAX_CONNECTIONS=32 CCLAB_BACKEND=cuda NCCL_ALGO=PAT NCCL_PAT_ENABLE=1 NCCL_DEBUG=WARN \
+        t 60 "$cclab" perf "$c" -g "$g" -b 8 -e 64M -f 8 -n 2 -w 1 -c 1
+      echo "rc=$?"
+    done
+  done
+}
+
+# Where a kernel's time goes (docs/gpu.md "Against the copy bound"): traced runs at 64 MiB, whose step
+# records (begin, duration, time waiting, bytes) say how much of each block's time is waiting for a
+# peer and how much is copying; `cclab trace dump --csv` reads them (logs/prof-*.cctrace come back).
+s_profile() {
+  local c g
+  for g in 2 8; do
+    for c in all_reduce sendrecv; do
+      echo "##### traced $c -g $g"
+      CUDA_DEVICE_MAX_CONNECTIONS=32 CCLAB_BACKEND=cuda CCLAB_TRACE="$logs/prof-$c-$g.cctrace" NCCL_DEBUG=WARN \
+        t 60 "$cclab" perf "$c" -g "$g" -b 64M -e 64M -n 2 -w 1 -c 0
+      echo "rc=$?"
+    done
+  done
+}
+
 # The checked sweeps of ctest (gpu_perf_*: 8 B .. 64 MiB, every value checked).
 s_checked() {
   (cd "$root/$build_rel" && t "$STEP_SECONDS" ctest -L gpu -R '^gpu_perf_' --output-on-failure --timeout 120)
@@ -359,7 +407,8 @@ s_inline() {
 run() {
   mkdir -p "$out" "$logs"
   export root carry logs cclab build_rel
-  export -f t nvidia_nccl_dir s_hang s_channels s_env s_first s_diag s_detect s_tests s_perf s_memcpy s_ncclt s_live s_checked s_inline
+  export CCLAB_LEASE_TESTS CCLAB_LEASE_PERF_COLLS
+  export -f t nvidia_nccl_dir s_hang s_channels s_pat s_profile s_env s_first s_diag s_detect s_tests s_perf s_memcpy s_ncclt s_live s_checked s_inline
   if [ -f "$carry/carry.txz" ] && [ ! -d "$carry/$build_rel" ]; then
     if command -v xz >/dev/null; then
       xz -dc "$carry/carry.txz" | tar -xf - -C "$carry" || return 1
@@ -393,7 +442,7 @@ run() {
   fi
   export PATH="$PATH:/usr/local/cuda/bin"
   local steps=("$@")
-  [ ${#steps[@]} -gt 0 ] || steps=(env first diag detect tests perf memcpy ncclt live inline checked)
+  [ ${#steps[@]} -gt 0 ] || steps=(env first diag detect tests perf pat memcpy ncclt live inline checked)
   local s
   for s in "${steps[@]}"; do
     case "$s" in
@@ -402,13 +451,15 @@ run() {
       diag) step diag 200 s_diag ;;
       hang) step hang 240 s_hang ;;
       detect) step detect 100 s_detect ;;
-      tests) heavy tests "${CCLAB_LEASE_TESTS_SECONDS:-150}" s_tests ;;
+      tests) heavy tests "${CCLAB_LEASE_TESTS_SECONDS:-200}" s_tests ;;
       perf) heavy perf "${CCLAB_LEASE_PERF_SECONDS:-110}" s_perf ;;
       memcpy) step memcpy 40 s_memcpy ;;
       ncclt) heavy ncclt 70 s_ncclt ;;
       live) heavy live 40 s_live ;;
       checked) heavy checked 300 s_checked ;;
       channels) heavy channels 150 s_channels ;;
+      pat) heavy pat 150 s_pat ;;
+      profile) heavy profile 90 s_profile ;;
       inline) heavy inline 300 s_inline ;;
       *) echo "unknown step $s" ;;
     esac

@@ -451,6 +451,10 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     pp.pci_chunk = static_cast<int>(param_int("NCCL_P2P_PCI_CHUNKSIZE", pp.pci_chunk));
     std::string why;
     comm->p2p = p2p_channels(comm->topo, gpus, comm->nchannels, comm->buff_bytes, pp, &why);
+    // Ranks sharing a GPU on the CUDA backend: the virtual model's PCIe rule (2 channels per peer, 128
+    // KiB steps) held send/recv to 36 GB/s at 1 GiB on an H100 (docs/gpu.md "Measured").
+    if (comm->cuda && comm->virtual_model && comm->gpu_sharing > 1)
+      comm->p2p = p2p_channels_sharing_gpu(comm->p2p, comm->buff_bytes, pp, &why);
     if (comm->rank == 0)
       CCLAB_INFO(kLogInit | kLogP2p, "%d coll channels, %d p2p channels, %d p2p channels per peer: %s", comm->nchannels,
                  comm->p2p.nchannels, comm->p2p.per_peer, why.c_str());
@@ -468,11 +472,6 @@ ncclResult_t setup_topology(ncclComm_t comm) {
   // environment): 2 applies NCCL's rule, any other non-zero value is on.
   const int64_t pat_enable = param_int("NCCL_PAT_ENABLE", 2);
   in.pat_enable = pat_enable == 2 ? 2 : pat_enable != 0 ? 1 : 0;
-  if (comm->cuda && in.pat_enable != 0) {
-    // The CUDA kernels carry PAT's schedule (kernels/block_kernel.h) but the backend does not launch it yet.
-    in.pat_enable = 0;
-    if (comm->rank == 0) CCLAB_INFO(kLogInit | kLogTuning, "PAT disabled on the CUDA backend: not launched yet");
-  }
   if (comm->host_machine) {
     // The host backend runs on the host, not on the virtual model's GPUs: its cores (the fewest any
     // rank's process may use), its ranks, and the channels this communicator connected, with the

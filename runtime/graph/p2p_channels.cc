@@ -102,4 +102,25 @@ P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu,
   return pc;
 }
 
+P2pChannels p2p_channels_sharing_gpu(const P2pChannels& pc, int buff_bytes, const P2pParams& params, std::string* why) {
+  P2pChannels out = pc;
+  out.per_peer = pc.nchannels;
+  int chunk = params.nvl_chunk;
+  if (buff_bytes > 0 && chunk > buff_bytes / kNcclSteps) chunk = buff_bytes / kNcclSteps;
+  out.chunk_bytes = static_cast<size_t>(chunk);
+  if (why != nullptr)
+    *why = std::to_string(out.nchannels) + " p2p channels, " + std::to_string(out.per_peer) +
+           " per peer, chunk " + std::to_string(out.chunk_bytes >> 10) +
+           " KiB (ranks sharing a GPU: a send is a copy within its memory, not the model's PCIe)";
+  return out;
+}
+
+P2pChannels p2p_channels_for_launch(const P2pChannels& pc, int nranks, int max_blocks) {
+  P2pChannels out = pc;
+  int cap = 1;
+  while (nranks > 1 && cap * 2 * 2 * (nranks - 1) <= max_blocks) cap *= 2;
+  out.per_peer = std::max(1, std::min(pc.per_peer, cap));
+  return out;
+}
+
 }  // namespace cclab

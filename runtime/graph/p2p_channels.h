@@ -30,4 +30,19 @@ struct P2pParams {
 P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu, int nchannels, int buff_bytes,
                          const P2pParams& params = P2pParams(), std::string* why = nullptr);
 
+// The channels of ranks that share one GPU (the CUDA backend on the virtual model, where the machine
+// model cannot place two ranks on one GPU and says PCIe): a send is a copy within the GPU's own memory,
+// faster than any link, so every p2p channel serves each peer (as the collective channels fill what a
+// launch carries) and a step carries NVLink's chunk (NCCL_P2P_NVL_CHUNKSIZE, at most a Simple slot).
+// *why (optional) gets the line that says so.
+P2pChannels p2p_channels_sharing_gpu(const P2pChannels& pc, int buff_bytes, const P2pParams& params = P2pParams(),
+                                     std::string* why = nullptr);
+
+// The same channels for an executor that runs a group's transfers in launches of at most `max_blocks`
+// blocks, one block per part (the CUDA backend: kMaxLaunchBlocks): p2pnChannelsPerPeer capped at the
+// largest power of two with 2 (nranks - 1) x cap <= max_blocks (at least 1), so a launch holds every
+// peer's parts both ways. The cap depends on the rank count alone, never on the group, so a sender and
+// its receiver cut a transfer into the same parts.
+P2pChannels p2p_channels_for_launch(const P2pChannels& pc, int nranks, int max_blocks);
+
 }  // namespace cclab

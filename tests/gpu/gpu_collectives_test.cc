@@ -200,11 +200,16 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
     for (size_t i = 0; i < in_elems; ++i) put(t, host_in.data() + i * es, vals[r][i]);
     // Stream-ordered before the collective (see device_floats: a plain cudaMemcpy may not have landed).
     cudaMemcpyAsync(out, host_out.data(), buf_bytes + guard, cudaMemcpyHostToDevice, rk.stream);
+    // In place as NCCL defines it: an all_gather's input is the rank's block of the output buffer
+    // (sendbuff == recvbuff + rank x count), a reduce_scatter's output the rank's block of the input
+    // (recvbuff == sendbuff + rank x count); the other collectives share one buffer. The buffer is
+    // `base`; `out` is where the result is checked.
+    char* const base = out;
     if (in_place) {
-      // The input sits where the collective expects it inside the output buffer.
       const size_t off = coll == kAllGather ? static_cast<size_t>(r) * count * es : 0;
       cudaMemcpyAsync(out + off, host_in.data(), in_bytes, cudaMemcpyHostToDevice, rk.stream);
       in = out + off;
+      if (coll == kReduceScatter) out += static_cast<size_t>(r) * count * es;
     } else {
       cudaMalloc(&in, in_bytes + 1);
       cudaMemcpyAsync(in, host_in.data(), in_bytes, cudaMemcpyHostToDevice, rk.stream);
@@ -222,12 +227,13 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(rk.comm, &async);
     if (async != ncclSuccess) err[r] = std::string("async error: ") + ncclGetLastError(rk.comm);
-    const size_t check_bytes = (in_place && coll == kReduceScatter) ? in_bytes : out_bytes;
-    host_out.assign(check_bytes + guard, 0);
-    cudaMemcpy(host_out.data(), out, check_bytes + guard, cudaMemcpyDeviceToHost);
+    // The whole buffer and its guard come back; the result is checked at `out` inside it.
+    host_out.assign(buf_bytes + guard, 0);
+    cudaMemcpy(host_out.data(), base, buf_bytes + guard, cudaMemcpyDeviceToHost);
+    const char* result = host_out.data() + (out - base);
     if (err[r].empty()) {
       for (size_t g = 0; g < guard; ++g)
-        if (static_cast<unsigned char>(host_out[check_bytes + g]) != 0xab) {
+        if (static_cast<unsigned char>(host_out[buf_bytes + g]) != 0xab) {
           err[r] = "guard byte " + std::to_string(g) + " after the output was overwritten";
           break;
         }
@@ -245,7 +251,7 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
         }
         std::vector<char> w(es);
         put(t, w.data(), want);
-        const char* got = host_out.data() + i * es;
+        const char* got = result + i * es;
         if (std::memcmp(got, w.data(), es) != 0) {
           err[r] = "element " + std::to_string(i) + " is wrong (expected the value " + std::to_string(want) + ")";
         }
@@ -253,7 +259,7 @@ std::string run_and_check(std::vector<Rank>& ranks, Coll coll, ncclDataType_t t,
     }
     all_done.wait();
     if (!in_place) cudaFree(in);
-    cudaFree(out);
+    cudaFree(base);
   });
   for (int r = 0; r < n; ++r)
     if (!err[r].empty()) return "rank " + std::to_string(r) + ": " + err[r];
@@ -266,10 +272,14 @@ const ncclDataType_t kTypes[] = {ncclInt8,   ncclUint8,   ncclInt32,    ncclUint
 void matrix(const char* proto, const char* algo) {
   setenv("NCCL_PROTO", proto, 1);
   if (algo) setenv("NCCL_ALGO", algo, 1); else unsetenv("NCCL_ALGO");
+  // PAT runs all_gather and reduce_scatter, and only where NCCL_PAT_ENABLE=1 lifts NCCL's rule of one GPU
+  // per machine (here every rank is on one machine); Ring and Tree are forced for all_reduce.
+  const bool pat = algo != nullptr && std::strcmp(algo, "PAT") == 0;
+  if (pat) setenv("NCCL_PAT_ENABLE", "1", 1);
   for (int n : {1, 2, 3, 4}) {
     std::vector<Rank> ranks = make_ranks(n);
     for (int c = 0; c < 5; ++c) {
-      if (algo && c != kAllReduce) continue;
+      if (pat ? c != kAllGather && c != kReduceScatter : algo && c != kAllReduce) continue;
       for (ncclDataType_t t : kTypes)
         for (ncclRedOp_t op : {ncclSum, ncclProd, ncclMax, ncclMin})
           for (size_t count : {size_t(0), size_t(1), size_t(7), size_t(4099), size_t(1 << 20) + 3}) {
@@ -286,6 +296,7 @@ void matrix(const char* proto, const char* algo) {
   }
   unsetenv("NCCL_PROTO");
   unsetenv("NCCL_ALGO");
+  unsetenv("NCCL_PAT_ENABLE");
 }
 
 TEST(GpuCollectives, RingSimple) { matrix("Simple", "Ring"); }
@@ -293,34 +304,38 @@ TEST(GpuCollectives, RingLL) { matrix("LL", "Ring"); }
 TEST(GpuCollectives, RingLL128) { matrix("LL128", "Ring"); }
 TEST(GpuCollectives, TreeAllProtocols) { matrix("Simple,LL,LL128", "Tree"); }
 TEST(GpuCollectives, TunerChoice) { matrix("Simple,LL,LL128", nullptr); }
+TEST(GpuCollectives, Pat) { matrix("Simple", "PAT"); }
 
-// Send/recv: a ring shift of 1 MiB on every rank, grouped, and a self send.
+// Send/recv: a ring shift on every rank, grouped. Each send is cut into parts on several channels
+// (graph/p2p_channels.h p2p_channels_for_launch): 1 MiB + 20 B into 16 parts with 2 ranks, the last one
+// short; 256 KiB + 4 B into parts of 20 KiB whose last three are empty; 28 B in one part.
 TEST(GpuCollectives, SendRecvRingShift) {
-  for (int n : {2, 3, 4}) {
-    std::vector<Rank> ranks = make_ranks(n);
-    const size_t count = (1 << 18) + 5;
-    std::vector<std::string> err(n);
-    ThreadBarrier all_done(n);
-    each_rank(n, [&](int r) {
-      cudaSetDevice(ranks[r].dev);
-      float* s = device_floats(count, [&](size_t i) { return static_cast<float>(r * 1000 + i % 1000); });
-      float* d = nullptr;
-      cudaMalloc(&d, count * 4);
-      ncclGroupStart();
-      ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, ranks[r].stream);
-      ncclRecv(d, count, ncclFloat32, (r + n - 1) % n, ranks[r].comm, ranks[r].stream);
-      if (ncclGroupEnd() != ncclSuccess) err[r] = ncclGetLastError(ranks[r].comm);
-      cudaStreamSynchronize(ranks[r].stream);
-      const int from = (r + n - 1) % n;
-      if (err[r].empty())
-        err[r] = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 1000 + i % 1000); });
-      all_done.wait();
-      cudaFree(s);
-      cudaFree(d);
-    });
-    for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
-    free_ranks(ranks);
-  }
+  for (int n : {2, 3, 4})
+    for (size_t count : {size_t(1 << 18) + 5, size_t(65537), size_t(7)}) {
+      SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(count) + " floats");
+      std::vector<Rank> ranks = make_ranks(n);
+      std::vector<std::string> err(n);
+      ThreadBarrier all_done(n);
+      each_rank(n, [&](int r) {
+        cudaSetDevice(ranks[r].dev);
+        float* s = device_floats(count, [&](size_t i) { return static_cast<float>(r * 1000 + i % 1000); });
+        float* d = nullptr;
+        cudaMalloc(&d, count * 4);
+        ncclGroupStart();
+        ncclSend(s, count, ncclFloat32, (r + 1) % n, ranks[r].comm, ranks[r].stream);
+        ncclRecv(d, count, ncclFloat32, (r + n - 1) % n, ranks[r].comm, ranks[r].stream);
+        if (ncclGroupEnd() != ncclSuccess) err[r] = ncclGetLastError(ranks[r].comm);
+        cudaStreamSynchronize(ranks[r].stream);
+        const int from = (r + n - 1) % n;
+        if (err[r].empty())
+          err[r] = check_floats(d, count, [&](size_t i) { return static_cast<float>(from * 1000 + i % 1000); });
+        all_done.wait();
+        cudaFree(s);
+        cudaFree(d);
+      });
+      for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+      free_ranks(ranks);
+    }
 }
 
 // ncclScalarDevice: the kernel reads the PreMulSum scalar when it runs, after what the stream ran before

@@ -81,5 +81,48 @@ TEST(P2pChannels, PartsOfASend) {
   EXPECT_EQ(p2p_channel_for_part(32, 3, 15), (24 + 15) & 31);
 }
 
+// Ranks sharing one GPU: every p2p channel serves each peer, in NVLink's chunk within a Simple slot.
+TEST(P2pChannels, RanksSharingAGpu) {
+  const P2pChannels pcie{32, 2, 128u << 10, false};
+  std::string why;
+  P2pChannels pc = p2p_channels_sharing_gpu(pcie, 4 << 20, P2pParams(), &why);
+  EXPECT_EQ(pc.nchannels, 32);
+  EXPECT_EQ(pc.per_peer, 32);
+  EXPECT_EQ(pc.chunk_bytes, 512u << 10);
+  EXPECT_NE(why.find("sharing a GPU"), std::string::npos) << why;
+  pc = p2p_channels_sharing_gpu(pcie, 1 << 20, P2pParams());  // 128 KiB slots
+  EXPECT_EQ(pc.chunk_bytes, 128u << 10);
+  // Then a launch's cap: 2 ranks cut 1 GiB into 16 parts, where the PCIe rule gave 2.
+  EXPECT_EQ(p2p_nparts(p2p_channels_for_launch(pcie, 2, 32), 2, size_t{1} << 30), 2);
+  EXPECT_EQ(p2p_nparts(p2p_channels_for_launch(p2p_channels_sharing_gpu(pcie, 4 << 20), 2, 32), 2, size_t{1} << 30), 16);
+}
+
+// The CUDA backend's launches carry 32 blocks, a block per part: the parts per peer are capped so that
+// every peer's parts both ways fit, whatever the group holds.
+TEST(P2pChannels, PartsFitOneLaunch) {
+  const P2pChannels one{32, 32, 128u << 10, false};
+  // The largest power of two with 2 (n - 1) x cap <= 32.
+  const int want_cap[] = {0, 0, 16, 8, 4, 4, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (int n = 2; n <= 18; ++n) {
+    const P2pChannels pc = p2p_channels_for_launch(one, n, 32);
+    EXPECT_EQ(pc.per_peer, want_cap[n]) << n << " ranks";
+    EXPECT_EQ(pc.nchannels, 32);
+    EXPECT_EQ(pc.chunk_bytes, one.chunk_bytes);
+    // An all-to-all of any size: every peer's parts, sent and received, fit one launch (up to 16 peers).
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{65537}, size_t{1} << 20, size_t{1} << 30}) {
+      const int blocks = 2 * (n - 1) * p2p_nparts(pc, n, bytes);
+      if (n <= 17) {
+        EXPECT_LE(blocks, 32) << n << " ranks, " << bytes << " bytes";
+      }
+    }
+  }
+  // Never more than NCCL's own per-peer channels.
+  EXPECT_EQ(p2p_channels_for_launch(P2pChannels{8, 2, 128u << 10, false}, 2, 32).per_peer, 2);
+  EXPECT_EQ(p2p_channels_for_launch(one, 1, 32).per_peer, 1);
+  // 2 ranks: a 1 GiB send is cut into 16 parts (NCCL: 32), a 1 MiB one too (16 x 64 KiB).
+  EXPECT_EQ(p2p_nparts(p2p_channels_for_launch(one, 2, 32), 2, size_t{1} << 30), 16);
+  EXPECT_EQ(p2p_nparts(p2p_channels_for_launch(one, 2, 32), 2, size_t{1} << 20), 16);
+}
+
 }  // namespace
 }  // namespace cclab

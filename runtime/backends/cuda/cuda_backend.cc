@@ -19,6 +19,7 @@
 
 #include "base/log.h"
 #include "base/param.h"
+#include "graph/p2p_channels.h"
 #include "graph/topo.h"
 #include "kernels/cuda/launch.h"
 #include "graph/algo_proto.h"
@@ -100,6 +101,10 @@ struct CudaComm {
   // connection ends at custom_peers_dev + c * comm->custom_peers.size(), filled as channels connect.
   CustomPeerConn* custom_peers_dev = nullptr;
   int custom_channels = 0;  // channels whose entries are filled
+  // PAT (kernels/pat.h): channel c's connection ends along every dimension at pat_dev + c, filled as
+  // channels connect.
+  PatConns* pat_dev = nullptr;
+  int pat_channels = 0;  // channels whose entries are filled
   // Set-up copies (zeroed FIFOs, connection tables), each waited for before anything uses it: the
   // synchronous cudaMemset and cudaMemcpy run on the legacy default stream and may still be in flight
   // when they return, and the kernels run on non-blocking streams that do not wait for it.
@@ -229,6 +234,7 @@ CudaComm::~CudaComm() {
   if (conns_dev) cudaFree(conns_dev);
   if (views_dev) cudaFree(views_dev);
   if (custom_peers_dev) cudaFree(custom_peers_dev);
+  if (pat_dev) cudaFree(pat_dev);
   if (setup) cudaStreamDestroy(setup);
   for (LaunchOrder* o : {&eager, &captured})
     if (o->done) cudaEventDestroy(o->done);
@@ -334,16 +340,23 @@ ncclResult_t cuda_attach(ncclComm_t comm) {
                          cudaHostAllocMapped | cudaHostAllocPortable), comm);
   *cc->abort_host = 0;
   cc->abort_dev = device_view(cc->abort_host);
-  // Ring, tree and point-to-point ends: per channel up to 2 ring + 2*3 tree peers, 3 protocols, 2 directions;
-  // a built-in custom algorithm's declared peers on every channel, Simple, both directions.
+  // Ring and tree ends: per channel up to 2 ring + 2*3 tree peers, 3 protocols, 2 directions. PAT's: per
+  // channel rank +- 2^d for every dimension, Simple, 2 directions. Point-to-point: a launch's parts
+  // (cuda_p2p_channels) use at most 32 ends, or 2 per peer where there are more than 16 peers. A
+  // built-in custom algorithm's declared peers on every channel, Simple, both directions.
   const bool custom = comm->custom_algo != nullptr && comm->custom_algo->builtin >= 0;
   const size_t npeers = custom ? comm->custom_peers.size() : 0;
-  cc->conn_capacity = comm->nchannels * 8 * kNumProtocols * 2 + 2 * comm->nranks + 64 +
+  const int ndims = comm->nranks > 1 ? pat_dims(comm->nranks) : 0;
+  cc->conn_capacity = comm->nchannels * 8 * kNumProtocols * 2 + comm->nchannels * 4 * ndims +
+                      2 * std::max(comm->nranks, cuda::kMaxLaunchBlocks) + 64 +
                       comm->nchannels * 2 * static_cast<int>(npeers);
   CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->conns_dev), sizeof(ConnInfo) * cc->conn_capacity), comm);
   if (npeers > 0)
     CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->custom_peers_dev),
                         sizeof(CustomPeerConn) * npeers * static_cast<size_t>(comm->nchannels)), comm);
+  if (ndims > 0)
+    CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->pat_dev), sizeof(PatConns) * static_cast<size_t>(comm->nchannels)),
+             comm);
   std::vector<int> views;
   for (const Channel& ch : comm->channels) views.insert(views.end(), ch.view.begin(), ch.view.end());
   CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&cc->views_dev), sizeof(int) * std::max<size_t>(1, views.size())), comm);
@@ -734,13 +747,45 @@ ncclResult_t fill_custom_peers(ncclComm_t comm, int nchannels) {
   return ncclSuccess;
 }
 
+// PAT's connection tables (CudaComm::pat_dev) of channels [filled, nchannels), once ensure_connected has
+// connected them: channel c's ends with rank +- 2^d as the kernels address them (kernels/pat.h PatConns;
+// the host backend builds the same table from its own ends).
+ncclResult_t fill_pat_conns(ncclComm_t comm, int nchannels, int proto) {
+  CudaComm& cc = *comm->cuda_state;
+  if (cc.pat_channels >= nchannels || cc.pat_dev == nullptr) return ncclSuccess;
+  std::vector<PatConns> t;
+  for (int c = cc.pat_channels; c < nchannels; ++c) {
+    PatConns pc;
+    pc.ndims = pat_dims(comm->nranks);
+    for (int d = 0; d < pc.ndims; ++d) {
+      PeerConns& down = comm->channels[c].peers[pat_peer(comm->rank, comm->nranks, d, false)];
+      PeerConns& up = comm->channels[c].peers[pat_peer(comm->rank, comm->nranks, d, true)];
+      pc.send_down[d] = dev_conn(comm, down.send[proto]);
+      pc.recv_down[d] = dev_conn(comm, down.recv[proto]);
+      pc.send_up[d] = dev_conn(comm, up.send[proto]);
+      pc.recv_up[d] = dev_conn(comm, up.recv[proto]);
+      if (!pc.send_down[d] || !pc.recv_down[d] || !pc.send_up[d] || !pc.recv_up[d])
+        return report_error(ncclInternalError, "rank %d channel %d: PAT's connections of dimension %d are not made",
+                            comm->rank, c, d);
+    }
+    t.push_back(pc);
+  }
+  CUDA_TRY(cudaMemcpyAsync(cc.pat_dev + cc.pat_channels, t.data(), sizeof(PatConns) * t.size(), cudaMemcpyHostToDevice,
+                           cc.setup), comm);
+  CUDA_TRY(cudaStreamSynchronize(cc.setup), comm);
+  cc.pat_channels = nchannels;
+  return ncclSuccess;
+}
+
 ncclResult_t prepare_launch(ncclComm_t comm, const OpDesc& op, PreparedColl* p) {
   ncclResult_t r = prepare_collective(comm, op, &p->w, &p->algo, &p->total);
   if (r != ncclSuccess) return r;
   if (p->w.nchannels > cuda::kMaxLaunchBlocks)
     return report_error(ncclInvalidUsage, "%s: %d channels; the CUDA backend launches at most %d", op.fn,
                         p->w.nchannels, cuda::kMaxLaunchBlocks);
-  if (p->algo == AlgoKind::kCustom && !single_rank_copy(comm, op)) return fill_custom_peers(comm, p->w.nchannels);
+  if (single_rank_copy(comm, op)) return ncclSuccess;
+  if (p->algo == AlgoKind::kCustom) return fill_custom_peers(comm, p->w.nchannels);
+  if (p->algo == AlgoKind::kPat) return fill_pat_conns(comm, p->w.nchannels, p->w.proto);
   return ncclSuccess;
 }
 
@@ -796,6 +841,9 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
       b.custom_peers = cc.custom_peers_dev + static_cast<size_t>(c) * np;
       b.custom_npeers = static_cast<int32_t>(np);
       b.custom_topo = comm->custom_topo;
+    } else if (algo == AlgoKind::kPat) {
+      b.kind = kBlockPat;
+      b.pat = cc.pat_dev + c;
     } else if (algo == AlgoKind::kTree) {
       b.kind = kBlockTree;
       b.tree = ch.tree;
@@ -819,23 +867,54 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
   return launch_slot(comm, slot, *args, op.stream, kernel);
 }
 
-// Connects every peer a group's sends and receives of one communicator need: the receiving ends first
-// (they create the FIFOs), then the sending ends (which wait for the peer's receiving end), so ranks
-// connecting at the same time never wait on each other in a cycle.
+// The point-to-point channels a CUDA launch uses: NCCL's split of a send into parts on several channels
+// (kernels/p2p.h p2p_nparts, as the host backend and the simulator run it), with no more parts per peer
+// than one launch holds for every peer both ways (graph/p2p_channels.h p2p_channels_for_launch).
+P2pChannels cuda_p2p_channels(ncclComm_t comm) {
+  return p2p_channels_for_launch(comm->p2p, comm->nranks, cuda::kMaxLaunchBlocks);
+}
+
+// Calls f(beg, end, channel, conn) for each part of a send or receive: its bytes [beg, end) and the
+// channel both ends compute from their distance (kernels/p2p.h p2p_channel_for_part), connected. A
+// trailing part that 4 KiB rounding leaves empty is skipped (by both ends).
+template <typename F>
+ncclResult_t for_each_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc& o, F&& f) {
+  const int n = comm->nranks, me = comm->rank;
+  const bool send = o.kind == OpDesc::Kind::kSend;
+  const size_t bytes = o.count * type_size(o.type);
+  const int nparts = p2p_nparts(pc, n, bytes);
+  for (int part = 0; part < nparts; ++part) {
+    size_t beg = 0, end = 0;
+    p2p_part_bounds(nparts, part, bytes, &beg, &end);
+    if (end == beg && part > 0) continue;
+    const int channel = p2p_channel_for_part(pc.nchannels, send ? (o.peer - me + n) % n : (me - o.peer + n) % n, part);
+    Conn* c = nullptr;
+    ncclResult_t r = send ? p2p_connect_send(comm, o.peer, &c, channel) : p2p_connect_recv(comm, o.peer, &c, channel);
+    if (r == ncclSuccess) r = f(beg, end, channel, c);
+    if (r != ncclSuccess) return r;
+  }
+  return ncclSuccess;
+}
+
+// Connects every channel a group's sends and receives of one communicator use: the receiving ends
+// first (they create the FIFOs), then the sending ends (which wait for the peer's receiving end), so
+// ranks connecting at the same time never wait on each other in a cycle.
 ncclResult_t connect_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
+  const P2pChannels pc = cuda_p2p_channels(comm);
   for (int pass = 0; pass < 2; ++pass)
     for (const OpDesc* o : ops) {
       if (o->peer == comm->rank || (o->kind == OpDesc::Kind::kSend) != (pass == 1)) continue;
-      Conn* c = nullptr;
-      const ncclResult_t r = pass == 1 ? p2p_connect_send(comm, o->peer, &c) : p2p_connect_recv(comm, o->peer, &c);
+      const ncclResult_t r = for_each_part(comm, pc, *o, [](size_t, size_t, int, Conn*) { return ncclSuccess; });
       if (r != ncclSuccess) return r;
     }
   return ncclSuccess;
 }
 
 // A group's sends and receives of one communicator: the k-th send to each peer and the k-th receive from
-// each peer go in launch k, one block each, so every rank's launch k holds the matching halves and all
-// of them progress at once (no round can wait on a later one).
+// each peer go in launch k, so every rank's launch k holds the matching halves and all of them progress
+// at once (no round can wait on a later one). Each is cut into parts as NCCL cuts it (cuda_p2p_channels),
+// one block per part, part j of a transfer between ranks a and b on the channel both sides compute from
+// their distance (kernels/p2p.h p2p_channel_for_part, as the host backend places it).
 ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
   CudaComm& cc = *comm->cuda_state;
   CUDA_TRY(cudaSetDevice(cc.dev), comm);
@@ -884,6 +963,7 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
     if (sb) CUDA_TRY(cudaMemcpyAsync(self_recv[i]->recv, self_send[i]->send, sb, cudaMemcpyDefault, stream), comm);
   }
   const uint64_t op_count = comm->op_count++;
+  const P2pChannels pc = cuda_p2p_channels(comm);
   for (size_t round = 0;; ++round) {
     auto args = std::make_unique<cuda::LaunchArgs>();
     *args = cuda::LaunchArgs{};
@@ -892,17 +972,22 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
       if (round >= kv.second.size()) continue;
       const OpDesc* o = kv.second[round];
       const bool send = kv.first.second == 1;
-      Conn* c = nullptr;
-      ncclResult_t r = send ? p2p_connect_send(comm, o->peer, &c) : p2p_connect_recv(comm, o->peer, &c);
+      const ncclResult_t r = for_each_part(comm, pc, *o, [&](size_t beg, size_t end, int channel, Conn* c) {
+        if (args->nblocks == cuda::kMaxLaunchBlocks)
+          return report_error(ncclInvalidUsage,
+                              "rank %d: one group's sends and receives need more than the %d blocks a launch carries "
+                              "(a block per peer and direction: at most %d peers both ways)",
+                              me, cuda::kMaxLaunchBlocks, cuda::kMaxLaunchBlocks / 2);
+        BlockWork& b = args->works[args->nblocks++];
+        b.kind = send ? kBlockP2pSend : kBlockP2pRecv;
+        b.channel = channel;
+        char* base = send ? static_cast<char*>(const_cast<void*>(o->send)) : static_cast<char*>(o->recv);
+        b.p2p = P2pWork{base + beg, end - beg, o->peer, me, op_count};
+        b.p2p.chunk = pc.chunk_bytes;
+        b.conn[send ? 1 : 0] = dev_conn(comm, *c);
+        return ncclSuccess;
+      });
       if (r != ncclSuccess) return r;
-      if (args->nblocks == cuda::kMaxLaunchBlocks)
-        return report_error(ncclInvalidUsage, "rank %d: more than %d peers in one group of sends and receives", me,
-                            cuda::kMaxLaunchBlocks);
-      BlockWork& b = args->works[args->nblocks++];
-      b.kind = send ? kBlockP2pSend : kBlockP2pRecv;
-      b.channel = 0;
-      b.p2p = P2pWork{send ? const_cast<void*>(o->send) : o->recv, o->count * type_size(o->type), o->peer, me, op_count};
-      b.conn[send ? 1 : 0] = dev_conn(comm, *c);
     }
     if (args->nblocks == 0) break;
     const std::shared_ptr<LaunchSlot> slot = take_slot(comm);
