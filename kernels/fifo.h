@@ -45,6 +45,10 @@ struct alignas(128) ConnFifoHeader {
   ConnCounter tail;             // written by the sender
   uint64_t ends[kNcclSteps];    // slice record: step after the slice that starts in this slot
   int32_t sizes[kNcclSteps];    // slice record: bytes the sender put in the slice (wire bytes for LL/LL128)
+  // Point-to-point only: 1 + the bytes of the whole send the slice belongs to (all its parts), so a
+  // receive of another size stops at its first slice instead of leaving bytes behind or waiting for
+  // bytes that never come (kernels/p2p.h). NCCL has no such record.
+  uint64_t xfers[kNcclSteps];
   uint32_t ready;               // set (release) by the receiver once the memory is initialised
   uint32_t sender_attached;     // set by the sender once it has mapped the connection
 };

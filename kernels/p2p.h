@@ -22,6 +22,8 @@ struct P2pWork {
   int rank;
   uint64_t op_count;
   size_t chunk = 0;  // bytes per FIFO step (NCCL's p2pChunkSize); 0 or more than a slot: one slot
+  size_t total = 0;  // bytes of the whole send or receive this part belongs to (0: `bytes`), which
+                     // every slice records and the receiver checks (ConnFifoHeader::xfers)
 };
 
 // Bytes a point-to-point chunk carries: one FIFO slot, or `chunk` when that is smaller.
@@ -122,6 +124,7 @@ CCLAB_HD bool run_p2p_send(Exec& exec, const P2pWork& w, int channel, ConnInfo* 
   const RedOp<uint8_t> op(RedOpArg{RedOpKind::kSum, 0, 1});
   Primitives<uint8_t, ProtoSimpleOne, Exec> p(exec, op, nullptr, send, static_cast<const uint8_t*>(w.buff), nullptr,
                                              w.rank, channel, CollKind::kSendRecv, w.op_count);
+  p.set_transfer(w.total != 0 ? w.total : w.bytes);
   const size_t chunk = p2p_chunk_bytes(send->step_bytes * kNcclSteps, w.chunk);
   for (size_t off = 0; off < w.bytes && !p.aborted(); off += chunk) p.send(off, min_sz(chunk, w.bytes - off));
   return !p.aborted();
@@ -133,6 +136,7 @@ CCLAB_HD bool run_p2p_recv(Exec& exec, const P2pWork& w, int channel, ConnInfo* 
   const RedOp<uint8_t> op(RedOpArg{RedOpKind::kSum, 0, 1});
   Primitives<uint8_t, ProtoSimpleOne, Exec> p(exec, op, recv, nullptr, nullptr, static_cast<uint8_t*>(w.buff),
                                              w.rank, channel, CollKind::kSendRecv, w.op_count);
+  p.set_transfer(w.total != 0 ? w.total : w.bytes);
   const size_t chunk = p2p_chunk_bytes(recv->step_bytes * kNcclSteps, w.chunk);
   for (size_t off = 0; off < w.bytes && !p.aborted(); off += chunk) p.recv(off, min_sz(chunk, w.bytes - off));
   return !p.aborted();

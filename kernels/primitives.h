@@ -87,6 +87,10 @@ class PrimitivesBase {
     input_ = src;
     src_final_ = final;
   }
+  // A point-to-point transfer of `bytes` in all (every part): the Simple steps record it in each slice
+  // they send (ConnFifoHeader::xfers) and check it in each slice they receive, so the two ends of a
+  // send and a receive of different sizes fail with a size mismatch naming both sizes.
+  CCLAB_HD void set_transfer(uint64_t bytes) { xfer_ = bytes + 1; }
   // Sends the output's elements [out, out + n), already final: no pre op (the tree root's broadcast).
   CCLAB_HD void send_from_output(size_t out, size_t n) {
     const T* saved = input_;
@@ -184,6 +188,7 @@ class PrimitivesBase {
   uint64_t op_count_;
   bool aborted_ = false;
   bool src_final_ = false;  // the source is final data (send_from_output): no pre op
+  uint64_t xfer_ = 0;       // point-to-point: 1 + the whole transfer's bytes (set_transfer), else 0
 
  private:
   CCLAB_HD Derived* self() { return static_cast<Derived*>(this); }
@@ -208,6 +213,7 @@ class PrimitivesBase {
   using Base::op_count_;                                                                              \
   using Base::aborted_;                                                                               \
   using Base::src_final_;                                                                             \
+  using Base::xfer_;                                                                                  \
   using Base::coll_reduces;                                                                           \
   using Base::abort_now
 
@@ -376,8 +382,17 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         recv_step[i] = c->step;
         WaitSite w{rank_, channel_, c->peer, recv_step[i] + kStepsPerSlice, true, prim};
         if (!exec_.wait_ge(&c->hdr->tail, recv_step[i] + kStepsPerSlice, w)) return abort_now();
-        // The sender recorded how many bytes it put in the slice; ranks that disagree on the count
-        // or the datatype show up here instead of as corrupted data.
+        // The sender recorded how many bytes it put in the slice (and, point to point, in the whole
+        // send); ranks that disagree on the count or the datatype show up here instead of as corrupted
+        // data. A size the record cannot hold (2 GiB and more) is reported as INT32_MAX.
+        if (xfer_ != 0) {
+          const uint64_t theirs = c->hdr->xfers[recv_step[i] % kNcclSteps];
+          if (theirs != xfer_ &&
+              exec_.size_mismatch(w, static_cast<size_t>(xfer_ - 1),
+                                  theirs == 0 ? -1 : theirs - 1 > 0x7fffffffu ? 0x7fffffff
+                                                                               : static_cast<int32_t>(theirs - 1)))
+            return abort_now();
+        }
         const int32_t got = c->hdr->sizes[recv_step[i] % kNcclSteps];
         if (got != static_cast<int32_t>(n * sizeof(T)) &&
             exec_.size_mismatch(w, static_cast<size_t>(n * sizeof(T)), got))
@@ -418,6 +433,7 @@ class Primitives : public PrimitivesBase<Primitives<T, Proto, Exec>, T, Exec> {
         if (exec_.lane() == 0) {
           c->hdr->sizes[send_step[j] % kNcclSteps] = static_cast<int32_t>(n * sizeof(T));
           c->hdr->ends[send_step[j] % kNcclSteps] = send_step[j] + kStepsPerSlice;
+          if (xfer_ != 0) c->hdr->xfers[send_step[j] % kNcclSteps] = xfer_;
         }
         exec_.wire(*c, n * sizeof(T));
         c->step = send_step[j] + kStepsPerSlice;

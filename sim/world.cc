@@ -1187,6 +1187,7 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
           p2p_part_bounds(np, part, o->bytes, &beg, &end);
           P2pWork w{static_cast<char*>(o->buff) + beg, end - beg, peer, rank, op_count};
           w.chunk = p2p_.chunk_bytes;
+          w.total = o->bytes;
           t.p2p.push_back(w);
         }
         if (t.p2p.empty()) continue;

@@ -56,8 +56,9 @@ struct SliceHeader {
   uint64_t start;  // the slice's first step
   uint32_t steps;  // FIFO slots it spans
   int32_t bytes;
+  uint64_t xfer;   // the slice record's point-to-point transfer size (ConnFifoHeader::xfers), or 0
 };
-static_assert(sizeof(SliceHeader) == 16, "the slice header is 16 bytes on the wire");
+static_assert(sizeof(SliceHeader) == 24, "the slice header is 24 bytes on the wire");
 
 // A send proxy returns the credits of the steps the end-of-operation rounding skipped only once it
 // meets the next slice (it cannot tell a skipped step from one not written yet). That never holds
@@ -277,6 +278,7 @@ class NetEnd : public Segment {
       if (spec_.payload != NetPayload::kSimple) store_lines(slot(h.start), staging.data(), static_cast<size_t>(h.bytes));
       hdr()->sizes[h.start % kNcclSteps] = h.bytes;
       hdr()->ends[h.start % kNcclSteps] = end;
+      hdr()->xfers[h.start % kNcclSteps] = h.xfer;
       counter_post(&hdr()->tail, end);  // Simple: the data is there; LL/LL128: the doorbell
       next = end;
     }
@@ -352,7 +354,7 @@ class NetEnd : public Segment {
       if (!wait_counter(&h->tail, sent + 1, [&] { return aborted() || stop_.load() != 0; })) {
         if (aborted()) return;
         if (counter_load(&h->tail) <= sent) {  // stopped with nothing left to send: say goodbye
-          SliceHeader bye{kGoodbye, 0, 0};
+          SliceHeader bye{kGoodbye, 0, 0, 0};
           int err = 0;
           move_bytes(sock_.fd(), true, reinterpret_cast<char*>(&bye), sizeof bye, -1, quit, &err);
           return;
@@ -375,7 +377,7 @@ class NetEnd : public Segment {
                    static_cast<unsigned long long>(tail));
           return fail(ncclInternalError, describe() + buf);
         }
-        SliceHeader sh{sent, static_cast<uint32_t>(steps), bytes};
+        SliceHeader sh{sent, static_cast<uint32_t>(steps), bytes, h->xfers[sent % kNcclSteps]};
         int err = 0;
         Io io = move_bytes(sock_.fd(), true, reinterpret_cast<char*>(&sh), sizeof sh, wake_, quit, &err);
         if (io == Io::kOk) io = move_bytes(sock_.fd(), true, slot(sent), static_cast<size_t>(bytes), wake_, quit, &err);

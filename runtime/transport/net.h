@@ -14,8 +14,8 @@
 // end to end comes from TCP (a receiving proxy that waits for credits stops reading its socket). The
 // send proxy learns where each slice starts and how long it is from the FIFO's slice records, so it
 // needs no description of the operation (NCCL's proxy gets one from the host instead). On the wire,
-// each slice is a 16-byte header (start step, steps, bytes) and its bytes; Simple slices are received
-// straight into the slot, LL/LL128 lines into a staging buffer first and then stored word by word as
+// each slice is a 24-byte header (start step, steps, bytes, point-to-point transfer size) and its
+// bytes; Simple slices are received straight into the slot, LL/LL128 lines into a staging buffer first and then stored word by word as
 // their protocol orders them (LL: each 8-byte half at once; LL128: the flag word last, with release),
 // since a socket's copy gives no word atomicity.
 //

@@ -175,6 +175,34 @@ TEST_F(BadInput, OverlappingBuffersThatAreNotInPlace) {
   });
 }
 
+// A send and its receive of different sizes: the receiver stops at its first slice with a size mismatch
+// naming both sizes (every slice records the whole send's size, ConnFifoHeader::xfers), whichever is
+// larger, on several channels and on one; nothing waits for a time-out. Before, a send larger than its
+// receive returned success on both ranks and left the rest in the FIFO.
+TEST_F(BadInput, SendAndReceiveOfDifferentSizesFail) {
+  for (int nch : {1, 2})
+    for (const auto& sz : {std::pair<size_t, size_t>{2 << 20, 1 << 20}, {1 << 20, 2 << 20}, {1000, 1 << 20}}) {
+      SCOPED_TRACE(std::to_string(nch) + " channels, send " + std::to_string(sz.first) + " B, receive " +
+                   std::to_string(sz.second) + " B");
+      Comms two(2, nch);
+      std::vector<std::vector<char>> buf(2, std::vector<char>(std::max(sz.first, sz.second), 1));
+      std::vector<ncclResult_t> res(2, ncclSuccess);
+      std::string msg;
+      const double t0 = cclab_test::now_s();
+      run_ranks(2, [&](int r) {
+        res[r] = r == 0 ? ncclSend(buf[0].data(), sz.first, ncclUint8, 1, two[0], nullptr)
+                        : ncclRecv(buf[1].data(), sz.second, ncclUint8, 0, two[1], nullptr);
+        if (r == 1) msg = ncclGetLastError(two[1]);
+      });
+      EXPECT_LT(cclab_test::now_s() - t0, 20.0) << "a time-out, not the size check, ended it";
+      EXPECT_EQ(res[1], ncclInvalidUsage) << msg;
+      const std::string want = "expected " + std::to_string(sz.second) + " bytes from rank 0";
+      EXPECT_NE(msg.find(want), std::string::npos) << msg;
+      EXPECT_NE(msg.find("received " + std::to_string(sz.first)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("same count and datatype"), std::string::npos) << msg;
+    }
+}
+
 TEST_F(BadInput, NullCommAndInvalidStream) {
   EXPECT_BAD(ncclAllReduce(a_.data(), b_.data(), 16, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
              "comm", "NULL");

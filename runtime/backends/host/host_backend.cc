@@ -295,6 +295,7 @@ ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& o
           char* base = dir == 0 ? static_cast<char*>(const_cast<void*>(o->send)) : static_cast<char*>(o->recv);
           P2pWork w{base + beg, end - beg, peer, me, op_count};
           w.chunk = comm->p2p.chunk_bytes;
+          w.total = bytes;
           p.works.push_back(w);
         }
         if (!p.works.empty()) parts.push_back(std::move(p));
