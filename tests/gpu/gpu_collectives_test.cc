@@ -307,13 +307,16 @@ TEST(GpuCollectives, TunerChoice) { matrix("Simple,LL,LL128", nullptr); }
 TEST(GpuCollectives, Pat) { matrix("Simple", "PAT"); }
 
 // Send/recv: a ring shift on every rank, grouped. Each send is cut into parts on several channels
-// (graph/p2p_channels.h p2p_channels_for_launch): 1 MiB + 20 B into 16 parts with 2 ranks, the last one
-// short; 256 KiB + 4 B into parts of 20 KiB whose last three are empty; 28 B in one part.
+// (graph/p2p_channels.h p2p_channels_for_launch; ranks sharing a GPU: 512 KiB steps): 1 MiB + 20 B into
+// 16 parts with 2 ranks, the last one short; 256 KiB + 4 B with 128 KiB steps (NCCL_P2P_NVL_CHUNKSIZE)
+// into 16 parts of 20 KiB with 2 ranks, the last three empty; 28 B in one part.
 TEST(GpuCollectives, SendRecvRingShift) {
   for (int n : {2, 3, 4})
     for (size_t count : {size_t(1 << 18) + 5, size_t(65537), size_t(7)}) {
       SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(count) + " floats");
+      if (count == 65537) setenv("NCCL_P2P_NVL_CHUNKSIZE", "131072", 1);
       std::vector<Rank> ranks = make_ranks(n);
+      unsetenv("NCCL_P2P_NVL_CHUNKSIZE");
       std::vector<std::string> err(n);
       ThreadBarrier all_done(n);
       each_rank(n, [&](int r) {

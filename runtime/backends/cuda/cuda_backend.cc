@@ -524,7 +524,7 @@ void CUDART_CB launch_done(void* data) {
                           std::to_string(st.channel) + " received " + std::to_string(st.got) +
                           " bytes from rank " + std::to_string(st.peer) + " at step " + std::to_string(st.step) +
                           " where it expected " + std::to_string(st.expected) +
-                          " (the ranks called the collective with different counts or datatypes)");
+                          " (the ranks called the operation with different counts or datatypes)");
     } else if (st.state == kBlockBadPeer) {
       char msg[160];
       custom_bad_peer_message(msg, sizeof msg,
@@ -533,7 +533,8 @@ void CUDART_CB launch_done(void* data) {
       set_async_error(comm, ncclInvalidUsage,
                       std::string(s->fn) + " (algorithm " + (s->custom ? s->custom : "?") + "): " + msg);
     } else if (st.state == kBlockAborted && !comm->abort_flag.load()) {
-      set_async_error(comm, ncclInternalError, std::string(s->fn) + ": channel " + std::to_string(b) + " aborted");
+      set_async_error(comm, ncclInternalError,
+                      std::string(s->fn) + ": block " + std::to_string(b) + " of the launch aborted");
     }
   }
   if (s->recording) {
@@ -869,9 +870,13 @@ ncclResult_t launch_collective(ncclComm_t comm, const OpDesc& op, const Prepared
 
 // The point-to-point channels a CUDA launch uses: NCCL's split of a send into parts on several channels
 // (kernels/p2p.h p2p_nparts, as the host backend and the simulator run it), with no more parts per peer
-// than one launch holds for every peer both ways (graph/p2p_channels.h p2p_channels_for_launch).
+// than one launch (and, for ranks sharing a GPU, the rank's share of it) holds for every peer both ways
+// (graph/p2p_channels.h p2p_channels_for_launch).
 P2pChannels cuda_p2p_channels(ncclComm_t comm) {
-  return p2p_channels_for_launch(comm->p2p, comm->nranks, cuda::kMaxLaunchBlocks);
+  // Ranks sharing a GPU hold at most channel_cap blocks each (every rank's blocks must be resident at
+  // once; the same cap on every rank, so both ends still cut alike).
+  const int blocks = comm->channel_cap > 0 ? std::min(cuda::kMaxLaunchBlocks, comm->channel_cap) : cuda::kMaxLaunchBlocks;
+  return p2p_channels_for_launch(comm->p2p, comm->nranks, blocks);
 }
 
 // Calls f(beg, end, channel, conn) for each part of a send or receive: its bytes [beg, end) and the
@@ -896,16 +901,27 @@ ncclResult_t for_each_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc&
   return ncclSuccess;
 }
 
-// Connects every channel a group's sends and receives of one communicator use: the receiving ends
-// first (they create the FIFOs), then the sending ends (which wait for the peer's receiving end), so
-// ranks connecting at the same time never wait on each other in a cycle.
+// Connects every channel a group's sends and receives of one communicator may use: parts 0 .. per_peer
+// - 1 with each peer, whatever the sizes, so that a send and a receive of different sizes (different
+// part counts) still meet on part 0's channel, where the receiver's size check stops them, instead of
+// one end waiting to connect a channel the other never opens. The receiving ends first (they create
+// the FIFOs), then the sending ends (which wait for the peer's receiving end), so ranks connecting at
+// the same time never wait on each other in a cycle.
 ncclResult_t connect_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
   const P2pChannels pc = cuda_p2p_channels(comm);
+  const int n = comm->nranks, me = comm->rank;
   for (int pass = 0; pass < 2; ++pass)
     for (const OpDesc* o : ops) {
-      if (o->peer == comm->rank || (o->kind == OpDesc::Kind::kSend) != (pass == 1)) continue;
-      const ncclResult_t r = for_each_part(comm, pc, *o, [](size_t, size_t, int, Conn*) { return ncclSuccess; });
-      if (r != ncclSuccess) return r;
+      const bool send = o->kind == OpDesc::Kind::kSend;
+      if (o->peer == me || send != (pass == 1)) continue;
+      const int dist = send ? (o->peer - me + n) % n : (me - o->peer + n) % n;
+      for (int part = 0; part < pc.per_peer; ++part) {
+        const int channel = p2p_channel_for_part(pc.nchannels, dist, part);
+        Conn* c = nullptr;
+        const ncclResult_t r = send ? p2p_connect_send(comm, o->peer, &c, channel)
+                                    : p2p_connect_recv(comm, o->peer, &c, channel);
+        if (r != ncclSuccess) return r;
+      }
     }
   return ncclSuccess;
 }
@@ -984,6 +1000,7 @@ ncclResult_t launch_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) 
         char* base = send ? static_cast<char*>(const_cast<void*>(o->send)) : static_cast<char*>(o->recv);
         b.p2p = P2pWork{base + beg, end - beg, o->peer, me, op_count};
         b.p2p.chunk = pc.chunk_bytes;
+        b.p2p.total = o->count * type_size(o->type);
         b.conn[send ? 1 : 0] = dev_conn(comm, *c);
         return ncclSuccess;
       });
