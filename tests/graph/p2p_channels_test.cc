@@ -116,6 +116,11 @@ TEST(P2pChannels, PartsFitOneLaunch) {
       }
     }
   }
+  // Ranks sharing a GPU keep fewer blocks each (CUDA's channel_cap: 132 SMs over 8 ranks, 16): 8 ranks
+  // then get 1 part per peer, so an all-to-all launches 14 blocks per rank, 112 in all, which fit.
+  EXPECT_EQ(p2p_channels_for_launch(one, 8, 16).per_peer, 1);
+  EXPECT_LE(2 * 7 * p2p_nparts(p2p_channels_for_launch(one, 8, 16), 8, size_t{1} << 30), 16);
+  EXPECT_EQ(p2p_channels_for_launch(one, 4, 32).per_peer, 4);  // 4 ranks: 33 each, the launch's 32 rule
   // Never more than NCCL's own per-peer channels.
   EXPECT_EQ(p2p_channels_for_launch(P2pChannels{8, 2, 128u << 10, false}, 2, 32).per_peer, 2);
   EXPECT_EQ(p2p_channels_for_launch(one, 1, 32).per_peer, 1);
