@@ -14,6 +14,12 @@ int pow2_up(int v) {
   return p;
 }
 
+// p2pChunkSize is at most a Simple FIFO slot (NCCL_BUFFSIZE / NCCL_STEPS).
+size_t within_slot(int chunk, int buff_bytes) {
+  if (buff_bytes > 0 && chunk > buff_bytes / kNcclSteps) chunk = buff_bytes / kNcclSteps;
+  return static_cast<size_t>(chunk);
+}
+
 // getLocalNetCountByBw (src/graph/topo.cc): how many of the GPU's nearest NICs it takes to match the
 // bandwidth of the GPU's link to a CPU. A GPU behind a PCIe switch (every NVSwitch preset) has no link
 // to a CPU: 0, as in NCCL.
@@ -91,9 +97,8 @@ P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu,
   pc.multi_node = machines.size() > 1;
   // p2pChunkSize (src/init.cc): several machines NET 128 KiB, one all-NVLink machine 512 KiB, else
   // PCI 128 KiB; at most a Simple FIFO slot (NCCL_BUFFSIZE / NCCL_STEPS).
-  int chunk = pc.multi_node ? params.net_chunk : all_nvlink ? params.nvl_chunk : params.pci_chunk;
-  if (buff_bytes > 0 && chunk > buff_bytes / kNcclSteps) chunk = buff_bytes / kNcclSteps;
-  pc.chunk_bytes = static_cast<size_t>(chunk);
+  pc.chunk_bytes =
+      within_slot(pc.multi_node ? params.net_chunk : all_nvlink ? params.nvl_chunk : params.pci_chunk, buff_bytes);
   if (why != nullptr)
     *why = std::to_string(pc.nchannels) + " p2p channels (" + std::to_string(nchannels) + " collective channels, to a power of 2), " +
            std::to_string(pc.per_peer) + " per peer (" + (min_ch == p2p ? "the collective channels" : limit) +
@@ -105,9 +110,7 @@ P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu,
 P2pChannels p2p_channels_sharing_gpu(const P2pChannels& pc, int buff_bytes, const P2pParams& params, std::string* why) {
   P2pChannels out = pc;
   out.per_peer = pc.nchannels;
-  int chunk = params.nvl_chunk;
-  if (buff_bytes > 0 && chunk > buff_bytes / kNcclSteps) chunk = buff_bytes / kNcclSteps;
-  out.chunk_bytes = static_cast<size_t>(chunk);
+  out.chunk_bytes = within_slot(params.nvl_chunk, buff_bytes);
   if (why != nullptr)
     *why = std::to_string(out.nchannels) + " p2p channels, " + std::to_string(out.per_peer) +
            " per peer, chunk " + std::to_string(out.chunk_bytes >> 10) +

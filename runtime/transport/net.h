@@ -15,8 +15,8 @@
 // send proxy learns where each slice starts and how long it is from the FIFO's slice records, so it
 // needs no description of the operation (NCCL's proxy gets one from the host instead). On the wire,
 // each slice is a 24-byte header (start step, steps, bytes, point-to-point transfer size) and its
-// bytes; Simple slices are received straight into the slot, LL/LL128 lines into a staging buffer first and then stored word by word as
-// their protocol orders them (LL: each 8-byte half at once; LL128: the flag word last, with release),
+// bytes; Simple slices are received straight into the slot, LL/LL128 lines into a staging buffer first
+// and then stored word by word as their protocol orders them (LL: each 8-byte half at once; LL128: the flag word last, with release),
 // since a socket's copy gives no word atomicity.
 //
 // Set-up, through the bootstrap: the receiving end listens on the NET interface (NCCL_SOCKET_IFNAME,

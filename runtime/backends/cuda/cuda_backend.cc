@@ -879,22 +879,29 @@ P2pChannels cuda_p2p_channels(ncclComm_t comm) {
   return p2p_channels_for_launch(comm->p2p, comm->nranks, blocks);
 }
 
-// Calls f(beg, end, channel, conn) for each part of a send or receive: its bytes [beg, end) and the
-// channel both ends compute from their distance (kernels/p2p.h p2p_channel_for_part), connected. A
-// trailing part that 4 KiB rounding leaves empty is skipped (by both ends).
-template <typename F>
-ncclResult_t for_each_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc& o, F&& f) {
+// Connects part `part` of a send or receive with o.peer on the channel both ends compute from their
+// distance (kernels/p2p.h p2p_channel_for_part, as the host backend places it).
+ncclResult_t connect_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc& o, int part, int* channel, Conn** c) {
   const int n = comm->nranks, me = comm->rank;
   const bool send = o.kind == OpDesc::Kind::kSend;
+  *channel = p2p_channel_for_part(pc.nchannels, send ? (o.peer - me + n) % n : (me - o.peer + n) % n, part);
+  return send ? p2p_connect_send(comm, o.peer, c, *channel) : p2p_connect_recv(comm, o.peer, c, *channel);
+}
+
+// Calls f(beg, end, channel, conn) for each part of a send or receive: its bytes [beg, end), its channel
+// and connection (connect_part). A trailing part that 4 KiB rounding leaves empty is skipped (by both
+// ends).
+template <typename F>
+ncclResult_t for_each_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc& o, F&& f) {
   const size_t bytes = o.count * type_size(o.type);
-  const int nparts = p2p_nparts(pc, n, bytes);
+  const int nparts = p2p_nparts(pc, comm->nranks, bytes);
   for (int part = 0; part < nparts; ++part) {
     size_t beg = 0, end = 0;
     p2p_part_bounds(nparts, part, bytes, &beg, &end);
     if (end == beg && part > 0) continue;
-    const int channel = p2p_channel_for_part(pc.nchannels, send ? (o.peer - me + n) % n : (me - o.peer + n) % n, part);
+    int channel = 0;
     Conn* c = nullptr;
-    ncclResult_t r = send ? p2p_connect_send(comm, o.peer, &c, channel) : p2p_connect_recv(comm, o.peer, &c, channel);
+    ncclResult_t r = connect_part(comm, pc, o, part, &channel, &c);
     if (r == ncclSuccess) r = f(beg, end, channel, c);
     if (r != ncclSuccess) return r;
   }
@@ -909,17 +916,13 @@ ncclResult_t for_each_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc&
 // the same time never wait on each other in a cycle.
 ncclResult_t connect_p2p(ncclComm_t comm, const std::vector<const OpDesc*>& ops) {
   const P2pChannels pc = cuda_p2p_channels(comm);
-  const int n = comm->nranks, me = comm->rank;
   for (int pass = 0; pass < 2; ++pass)
     for (const OpDesc* o : ops) {
-      const bool send = o->kind == OpDesc::Kind::kSend;
-      if (o->peer == me || send != (pass == 1)) continue;
-      const int dist = send ? (o->peer - me + n) % n : (me - o->peer + n) % n;
+      if (o->peer == comm->rank || (o->kind == OpDesc::Kind::kSend) != (pass == 1)) continue;
       for (int part = 0; part < pc.per_peer; ++part) {
-        const int channel = p2p_channel_for_part(pc.nchannels, dist, part);
+        int channel = 0;
         Conn* c = nullptr;
-        const ncclResult_t r = send ? p2p_connect_send(comm, o->peer, &c, channel)
-                                    : p2p_connect_recv(comm, o->peer, &c, channel);
+        const ncclResult_t r = connect_part(comm, pc, *o, part, &channel, &c);
         if (r != ncclSuccess) return r;
       }
     }
