@@ -5,7 +5,7 @@
 //     which yields the wire bytes each connection carries (a connection that carries none takes no share).
 //  2. Shares: each connection that carries bytes is one flow over its SimGrid route, all of a phase at
 //     once (a tree's reduce phase, towards the parent, and its broadcast phase are two phases; a ring has
-//     one); its share is its weighted max-min rate under the whole collective's contention, solved over
+//     one; PAT a phase per dimension); its share is its weighted max-min rate under the whole collective's contention, solved over
 //     SimGrid's links as CM02 shares them (or, for tests, measured from real SimGrid flows).
 //  3. Replay: each (rank, channel) runs its schedule again with a recording SimExec (the actions a
 //     step-level SimExec would take) and replay_steps() evaluates them with each transfer at its share
@@ -182,6 +182,16 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
 
 constexpr int kRefineRounds = 16;
 
+// PAT's phase of a connection: its dimension (the peer is 2^d away, either way round the ranks). A rank
+// sends on one dimension at a time, as do all ranks in lockstep, so its connections of different
+// dimensions do not compete: each dimension's shares are solved apart, like a tree's two phases.
+int pat_phase(int rank, int peer, int n) {
+  const int up = ((peer - rank) % n + n) % n;
+  for (int d = 0; (1 << d) < n; ++d)
+    if (up == (1 << d) || n - up == (1 << d)) return d;
+  return 0;
+}
+
 // The same shares solved directly (maxmin_rates, replay.h): what SimGrid's LMM solver computes for these
 // flows (sim_test checks the two agree), without starting and cancelling SimGrid activities (cancelling
 // 10^4 flows takes seconds).
@@ -264,7 +274,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
       const ConnRoute& route = conn_route(t.channel, t.w.rank, p);
       add_link_bytes(route, per_peer[p].bytes);
       if (seen != flow_of.end()) continue;
-      const int phase = t.tree != nullptr && t.tree->up != p ? 1 : 0;
+      const int phase = t.pat_fn != nullptr ? pat_phase(t.w.rank, p, nranks_) : t.tree != nullptr && t.tree->up != p ? 1 : 0;
       conn_flows.push_back(
           ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}, route.src, route.dst, nullptr});
     }
@@ -279,7 +289,9 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
     net.conn_links.push_back(f.links);
     net.conn_weight.push_back(f.weight);
   }
-  for (int phase = 0; phase < 2; ++phase) {
+  int phases = 0;
+  for (const ConnFlow& f : conn_flows) phases = std::max(phases, f.phase + 1);
+  for (int phase = 0; phase < phases; ++phase) {
     std::vector<size_t> in_phase;
     for (size_t i = 0; i < conn_flows.size(); ++i)
       if (conn_flows[i].phase == phase) in_phase.push_back(i);
