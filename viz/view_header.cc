@@ -165,6 +165,11 @@ void draw_header(VizState* s) {
     ImGui::TextColored(ImVec4(0.55f, 1.0f, 0.6f, 1), "busbw %.2f GB/s", bw.busbw);
     ImGui::SameLine();
     help_marker(kBwHelp);
+  } else if (!t.events.empty()) {
+    // ncclSend / ncclRecv groups (lab 1's ring): steps, but no collective to measure.
+    ImGui::TextDisabled("no collective in this trace: point-to-point steps only (ncclSend / ncclRecv), in the timeline");
+    ImGui::SameLine();
+    help_marker(kBwHelp);
   } else {
     ImGui::TextDisabled("no collectives recorded in this trace");
     ImGui::SameLine();

@@ -1100,8 +1100,9 @@ int cmd_check(const Common& c) {
     if (all) std::printf(" Lab %s is done.", lab->number.c_str());
     std::printf("\n");
     if (have_trace)
-      std::printf("Watch the simulated run: cclab lab viz %s%s\n", lab->number.c_str(),
-                  c.work.empty() ? "" : (" --work " + shown_path(c.work)).c_str());
+      std::printf("%s: cclab lab viz %s%s\n",
+                  all ? "Watch the simulated run" : "Watch what your code did in the simulator (checks still fail)",
+                  lab->number.c_str(), c.work.empty() ? "" : (" --work " + shown_path(c.work)).c_str());
   }
   return all ? kLabExitOk : kLabExitFailed;
 }
