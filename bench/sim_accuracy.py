@@ -17,6 +17,8 @@ Modes:
                      table. With --max-geomean G / --max-point M: exit 1 when exceeded (the ctest).
   --fit              fit the constants named in FIT below on the 'fit' curves, starting from their priors
   --loo              leave one curve out: for each 'fit' curve, fit on the others, judge on it
+  --agreement        no simulation: where curves simulated alike measured the same point, the least
+                     error any model must make there (the measurements' own disagreement)
   (default: --check, then --loo)
 
 The fit minimises the mean over curves of the mean over a curve's points of abs(log(sim/measured)) with a
@@ -259,12 +261,46 @@ def table(curves, results, title, show_points=True):
     return g, mx
 
 
+def agreement(curves, floor=0.05):
+    """How far the measurements themselves disagree. Curves simulated alike (same topology, flags and
+    collective) get one prediction per (ranks, size) from any model of cclab's; where two or more of them
+    measured that point, no prediction can be nearer to all of them than (tmax - tmin) / (tmax + tmin),
+    the relative error of T = 2 / (1/tmin + 1/tmax). Prints every such point above `floor` and returns the
+    largest bound (0 when no point is measured twice). Needs no simulation."""
+    groups = {}
+    for c in curves:
+        if c["use"] not in ("fit", "check"):
+            continue
+        key = (c["topo"], " ".join(c["flags"]), c["collective"])
+        for p in c["points"]:
+            groups.setdefault(key, {}).setdefault((p["ranks"], p["bytes"]), []).append((p["time"], c["id"]))
+    print("# where the judged curves disagree among themselves (points simulated alike, measured by 2+ curves)")
+    print(f"# {'topo and flags':<28} {'ranks':>5} {'bytes':>12} {'least':>10} {'most':>10} {'bound':>7}  curves")
+    worst, shared = 0.0, 0
+    for key, pts in sorted(groups.items()):
+        for (ranks, b), ms in sorted(pts.items()):
+            if len(ms) < 2:
+                continue
+            shared += 1
+            lo, hi = min(t for t, _ in ms), max(t for t, _ in ms)
+            bound = (hi - lo) / (hi + lo)
+            worst = max(worst, bound)
+            if bound > floor:
+                print(f"  {key[0] + ' ' + key[1]:<28} {ranks:>5} {b:>12} {lo:>10.2f} {hi:>10.2f} {100 * bound:>6.1f}%  "
+                      + ", ".join(sorted({i for _, i in ms})))
+    print(f"# {shared} points measured by 2+ judged curves; the largest error any model must make on one of them: "
+          f"{100 * worst:.1f}%")
+    return worst
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cclab", default=os.path.join(os.environ.get("BUILD", "build"), "runtime/cli/cclab"))
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--loo", action="store_true")
+    ap.add_argument("--agreement", action="store_true",
+                    help="only how far the judged curves' own measurements disagree (no simulation)")
     ap.add_argument("--curves", default="", help="comma-separated curve ids (default: all)")
     ap.add_argument("--use", default="", help="comma-separated uses to run: fit, check, other (default: all)")
     ap.add_argument("--max-geomean", type=float, default=0, help="--check: fail above this geomean |error| (%%)")
@@ -279,6 +315,9 @@ def main():
         if n not in CANDIDATES:
             sys.exit(f"sim_accuracy: --fit-names: '{n}' is not one of {', '.join(CANDIDATES)}")
     FIT = [(n,) + CANDIDATES[n] for n in names]
+    if a.agreement:
+        agreement(load())
+        return 0
     if not (a.check or a.fit or a.loo):
         a.check = a.loo = True
     if not os.access(a.cclab, os.X_OK):

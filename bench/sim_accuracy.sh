@@ -2,7 +2,8 @@
 # bench/sim_accuracy.sh - cclab sim against public, measured NCCL results (bench/sim_accuracy.py; the data
 # and its sources are in bench/sim_accuracy/). Builds the cclab tool if needed, then runs the in-sample
 # table and the leave-one-curve-out fits (about 20-40 minutes on 2 cores: every fit evaluation simulates
-# every curve). Options go to sim_accuracy.py: --check (in sample only, seconds), --fit, --loo, --curves A,B.
+# every curve). Options go to sim_accuracy.py: --check (in sample only, seconds), --fit, --loo, --agreement (the
+# measurements' own disagreement, no simulation), --curves A,B.
 # BUILD: the build directory (default build/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
