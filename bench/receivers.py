@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """How many transfers each rank receives at once, over a traced run (docs/simulator.md, "PAT at one GPU
-per machine"): reads `cclab trace dump --csv` of a step-level trace and prints, per tenth of the run, the
-mean, least and most concurrent incoming transfers per receiving rank, and the spread at a few instants.
+per machine"): reads `cclab trace dump --csv` of a step-level trace of one size and prints, per tenth of
+the run, the mean, least and most concurrent incoming transfers per receiving rank, and the spread at a
+few instants. A step counts from the end of its wait (`begin_us + wait_us`: its data can move) to its
+end.
 
     cclab sim reduce_scatter --topo pcie-1gpu:64 -b 512M -e 512M --algo PAT --level step --trace t.cctrace
     cclab trace dump t.cctrace --csv | python3 bench/receivers.py
@@ -15,11 +17,11 @@ def main():
     incoming = collections.defaultdict(list)  # receiver -> [(begin, end)] of the steps sent to it
     end = 0.0
     for row in csv.DictReader(sys.stdin):
-        b, d = float(row["begin_us"]), float(row["dur_us"])
+        b, d, w = float(row["begin_us"]), float(row["dur_us"]), float(row["wait_us"])
         end = max(end, b + d)
-        if row["to"] not in ("-", ""):
-            incoming[int(row["to"])].append((b, b + d))
-    if not incoming:
+        if row["to"] not in ("-", "") and d > w:
+            incoming[int(row["to"])].append((b + w, b + d))
+    if not incoming or end <= 0:
         sys.exit("receivers.py: no transfers in the input (a step-level trace's `cclab trace dump --csv`)")
     ranks = sorted(incoming)
     print("# tenth  mean  least  most   (incoming transfers per receiving rank, time-averaged)")

@@ -182,13 +182,16 @@ void measure_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows
 
 constexpr int kRefineRounds = 16;
 
-// PAT's phase of a connection: its dimension (the peer is 2^d away, either way round the ranks). A rank
-// sends on one dimension at a time, as do all ranks in lockstep, so its connections of different
-// dimensions do not compete: each dimension's shares are solved apart, like a tree's two phases.
-int pat_phase(int rank, int peer, int n) {
+// PAT's phase of a connection: its dimension d, the peer 2^d away in the direction the collective sends
+// (kernels/pat.h PatConns: reduce_scatter to rank + 2^d, all_gather to rank - 2^d; with n = 2^a + 2^b
+// the peer 2^a one way is also 2^b the other, so the direction matters). A rank sends on one dimension at
+// a time, as do all ranks in lockstep, so its connections of different dimensions do not compete: each
+// dimension's shares are solved apart, like a tree's two phases.
+int pat_phase(int rank, int peer, int n, bool send_up) {
   const int up = ((peer - rank) % n + n) % n;
+  const int dist = send_up ? up : (n - up) % n;
   for (int d = 0; (1 << d) < n; ++d)
-    if (up == (1 << d) || n - up == (1 << d)) return d;
+    if (dist == (1 << d)) return d;
   return 0;
 }
 
@@ -274,7 +277,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
       const ConnRoute& route = conn_route(t.channel, t.w.rank, p);
       add_link_bytes(route, per_peer[p].bytes);
       if (seen != flow_of.end()) continue;
-      const int phase = t.pat_fn != nullptr ? pat_phase(t.w.rank, p, nranks_) : t.tree != nullptr && t.tree->up != p ? 1 : 0;
+      const int phase = t.pat_fn != nullptr ? pat_phase(t.w.rank, p, nranks_, t.w.coll == CollKind::kReduceScatter) : t.tree != nullptr && t.tree->up != p ? 1 : 0;
       conn_flows.push_back(
           ConnFlow{t.channel, t.w.rank, p, phase, per_peer[p].bytes, 0, 0, 0, {}, route.src, route.dst, nullptr});
     }

@@ -15,8 +15,8 @@
  *   TODO 1  reduce-scatter: n-1 steps. In step s (0, 1, ..., n-2) rank r sends chunk (r - s) mod n to
  *           rank r+1 and receives chunk (r - s - 1) mod n from rank r-1 into `scratch`, then adds
  *           scratch into that chunk of recvbuff. After the last step, rank r holds the complete sum of
- *           chunk (r + 1) mod n. In C, % of a negative number is negative: add n first, as in
- *           (r - s + n) % n and (r - s - 1 + n) % n.
+ *           chunk (r + 1) mod n. In C, % of a negative number can be negative: add n first, as in
+ *           (r - s + n) % n and (r - s - 1 + n) % n (and in TODO 2).
  *   TODO 2  all-gather: n-1 more steps. In step s rank r sends chunk (r + 1 - s) mod n to rank r+1 and
  *           receives chunk (r - s) mod n from rank r-1, straight into recvbuff: it is already final.
  *   TODO 3  chunk_of: cut count elements into n chunks that cover all of them, even when n does not
