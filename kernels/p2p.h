@@ -41,7 +41,13 @@ struct P2pChannels {
   int per_peer = 1;         // p2pnChannelsPerPeer, a power of two: the most parts one send is cut into
   size_t chunk_bytes = 0;   // p2pChunkSize: 512 KiB within one NVLink machine, else 128 KiB (0: a slot)
   bool multi_node = false;  // comm->nNodes > 1: parts of 1/2 to 1 chunk (one machine: 1/8 to 32)
+  int group_size = 0;       // multi_node: p2pSchedGroupSize, the ranks of a machine the schedule takes
+                            // together (graph/p2p_channels.h p2p_schedule)
 };
+
+// Works one channel's block takes at once (NCCL_MAX_DEV_WORK_P2P_PER_BATCH): on several machines the
+// rounds of one schedule group share a channel base, up to this many per base.
+constexpr int kP2pWorksPerBatch = 8;
 
 // How many channels (parts) one send or receive of `bytes` runs on: src/enqueue.cc addP2pToPlan's
 // nChannels with the Simple protocol. nChannelsMax = per_peer; nChannelsMin halves it until a part per
@@ -72,17 +78,23 @@ CCLAB_HD inline void p2p_part_bounds(int nparts, int part, size_t bytes, size_t*
   *end = min_sz(static_cast<size_t>(part + 1) * part_bytes, bytes);
 }
 
-// The channel of part `part` of the work of schedule round `round` (NCCL: ncclP2pChannelForPart with
-// ncclP2pChannelBaseForRound's one-machine base, the round's bits reversed over log2(nchannels) bits,
-// so that consecutive rounds start far apart). Across machines NCCL groups rounds by its node-aware
-// schedule first; cclab's schedule is rank +/- round there too, so it keeps this base.
-CCLAB_HD inline int p2p_channel_for_part(int nchannels, int round, int part) {
+// The channel of part `part` of the work of schedule round `round` (graph/p2p_channels.h p2p_schedule:
+// in round r a rank sends to its schedule's send_to[r] and receives from recv_from[r]). NCCL's
+// ncclP2pChannelBaseForRound and ncclP2pChannelForPart: on one machine the base is the round; on several
+// the rounds of a schedule group (group_size of them) share a base, kP2pWorksPerBatch rounds each; the
+// base's bits are reversed over log2(nchannels) bits, so that consecutive bases start far apart, and
+// part j goes on base + j.
+CCLAB_HD inline int p2p_channel_for_part(const P2pChannels& pc, int round, int part) {
   int bits = 0;
-  while ((1 << bits) < nchannels) ++bits;
-  int base = 0;
+  while ((1 << bits) < pc.nchannels) ++bits;
+  int base = round;
+  if (pc.multi_node && pc.group_size > 0)
+    base = round / pc.group_size * ((pc.group_size + kP2pWorksPerBatch - 1) / kP2pWorksPerBatch) +
+           round % pc.group_size / kP2pWorksPerBatch;
+  int rev = 0;
   for (int b = 0; b < bits; ++b)
-    if (round & (1 << b)) base |= 1 << (bits - 1 - b);
-  return (base + part) & (nchannels - 1);
+    if (base & (1 << b)) rev |= 1 << (bits - 1 - b);
+  return (rev + part) & (pc.nchannels - 1);
 }
 
 // The point-to-point collectives, as NCCL's ncclAlltoAll / ncclGather / ncclScatter (src/collectives.cc)

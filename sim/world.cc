@@ -491,6 +491,7 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   }
   // Point-to-point channels per peer, as NCCL would run them on this model (graph/p2p_channels.h).
   p2p_ = cclab::p2p_channels(topo_, rank_gpu_, nch_, proto_buff_[kProtoSimple], cfg_.p2p_params);
+  p2p_node_of_ = place_.rank_machine;
   // The model's paths between the GPU pairs that talk, both ways (point-to-point operations between
   // ring and tree neighbours take them), and, on a small model, between every pair of GPUs.
   auto route = [&](int a, int b) {
@@ -1154,19 +1155,21 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
       t.w.rank = rank;
       t.w.op_count = op_count;
       t.w.proto = kProtoSimple;
-      t.channel = p2p_channel_for_part(p2p_.nchannels, 0, part);
+      t.channel = p2p_channel_for_part(p2p_, 0, part);
       t.local = Task::LocalCopy{static_cast<char*>(rv->buff) + beg, static_cast<const char*>(sd->buff) + beg, end - beg};
       tasks.push_back(std::move(t));
     }
   }
-  // Round k: to rank + k and from rank - k. Each send or receive is split into parts on channels as
+  // Round k: to send_to[k] and from recv_from[k] of NCCL's schedule (graph/p2p_channels.h p2p_schedule;
+  // on one machine rank + k and rank - k). Each send or receive is split into parts on channels as
   // NCCL 2.28.9 splits it (kernels/p2p.h p2p_nparts: up to p2pnChannelsPerPeer parts), one actor per
   // part and direction: part j of every operation with that peer runs on the channel of part j. NCCL
   // puts every round of a group in one kernel (scheduleP2pTasksToPlan), each round on its own channels
   // (ncclP2pChannelBaseForRound), so all rounds' parts run at once here too; every part has its own
   // connection, so none waits for another.
+  const P2pSchedule sched = p2p_schedule(rank, p2p_node_of_, cfg_.p2p_params.sched_group);
   for (int round = 1; round < n; ++round) {
-    const int to = (rank + round) % n, from = (rank - round + n) % n;
+    const int to = sched.send_to[round], from = sched.recv_from[round];
     if (sends[to].empty() && recvs[from].empty()) continue;
     for (int dir = 0; dir < 2; ++dir) {
       const std::vector<const P2pOp*>& list = dir == 0 ? sends[to] : recvs[from];
@@ -1179,7 +1182,7 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
         t.w.rank = rank;
         t.w.op_count = op_count;
         t.w.proto = kProtoSimple;
-        t.channel = p2p_channel_for_part(p2p_.nchannels, round, part);
+        t.channel = p2p_channel_for_part(p2p_, round, part);
         for (const P2pOp* o : list) {
           const int np = p2p_nparts(p2p_, n, o->bytes);
           if (part >= np) continue;

@@ -17,6 +17,7 @@
 #include "graph/algo_proto.h"
 #include "graph/custom_algo.h"
 #include "graph/detect.h"
+#include "graph/p2p_channels.h"
 #include "graph/search.h"
 #include "graph/topo.h"
 #include "graph/tuning.h"
@@ -152,6 +153,7 @@ struct ncclComm {
   // Point-to-point: NCCL 2.28.9's p2p channels for this communicator (graph/p2p_channels.h; every rank
   // the same), and the connections by (p2p channel, peer), lazily connected; p2p_mu guards the maps.
   cclab::P2pChannels p2p;
+  cclab::P2pSchedule p2p_sched;  // this rank's rounds: whom it sends to and receives from in each
   std::mutex p2p_mu;
   std::map<std::pair<int, int>, cclab::Conn> p2p_send, p2p_recv;
   std::atomic<int> abort_flag{0};

@@ -449,8 +449,10 @@ ncclResult_t setup_topology(ncclComm_t comm) {
     pp.nvl_chunk = static_cast<int>(param_int("NCCL_P2P_NVL_CHUNKSIZE", pp.nvl_chunk));
     pp.net_chunk = static_cast<int>(param_int("NCCL_P2P_NET_CHUNKSIZE", pp.net_chunk));
     pp.pci_chunk = static_cast<int>(param_int("NCCL_P2P_PCI_CHUNKSIZE", pp.pci_chunk));
+    pp.sched_group = static_cast<int>(param_int("NCCL_P2P_SCHEDULE_GROUP_SIZE", pp.sched_group));
     std::string why;
     comm->p2p = p2p_channels(comm->topo, gpus, comm->nchannels, comm->buff_bytes, pp, &why);
+    comm->p2p_sched = p2p_schedule(comm->rank, comm->rank_node, pp.sched_group);
     // Ranks sharing a GPU on the CUDA backend: the virtual model's PCIe rule (2 channels per peer, 128
     // KiB steps) held send/recv to 36 GB/s at 1 GiB on an H100 (docs/gpu.md "Measured").
     if (comm->cuda && comm->virtual_model && comm->gpu_sharing > 1)

@@ -42,7 +42,86 @@ int local_net_count_by_bw(const Topology& topo, int gpu) {
   return count;
 }
 
+// The machines of node_of in the order of their first rank, each with its ranks in rank order.
+std::vector<std::vector<int>> machine_ranks(const std::vector<int>& node_of) {
+  std::vector<std::vector<int>> out;
+  std::vector<std::pair<int, int>> seen;  // machine id -> index in out
+  for (int r = 0; r < static_cast<int>(node_of.size()); ++r) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const std::pair<int, int>& p) { return p.first == node_of[r]; });
+    if (it == seen.end()) {
+      seen.emplace_back(node_of[r], static_cast<int>(out.size()));
+      out.emplace_back();
+      it = seen.end() - 1;
+    }
+    out[it->second].push_back(r);
+  }
+  return out;
+}
+
+int gcd(int a, int b) {
+  while (b != 0) {
+    const int t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 }  // namespace
+
+int p2p_schedule_group_size(const std::vector<int>& node_of, int param) {
+  const std::vector<std::vector<int>> nodes = machine_ranks(node_of);
+  int size = 0;
+  if (nodes.size() > 1) {
+    size = std::max(param, 1);
+  } else {
+    for (const auto& n : nodes) size = std::max(size, static_cast<int>(n.size()));
+  }
+  for (const auto& n : nodes) {
+    const int local = static_cast<int>(n.size());
+    if (local % size != 0 || local < size) size = gcd(size, local);
+  }
+  return std::max(size, 1);
+}
+
+P2pSchedule p2p_schedule(int rank, const std::vector<int>& node_of, int param) {
+  const int n = static_cast<int>(node_of.size());
+  const std::vector<std::vector<int>> nodes = machine_ranks(node_of);
+  P2pSchedule s;
+  s.group_size = p2p_schedule_group_size(node_of, param);
+  const int gs = s.group_size;
+  // Groups: (machine, first local index), machine by machine; this rank's group and place in it.
+  std::vector<std::pair<int, int>> groups;
+  int my_group = 0, my_local = 0;
+  for (int m = 0; m < static_cast<int>(nodes.size()); ++m)
+    for (int g = 0; g * gs < static_cast<int>(nodes[m].size()); ++g) {
+      for (int l = 0; l < gs; ++l)
+        if (nodes[m][g * gs + l] == rank) my_group = static_cast<int>(groups.size()), my_local = l;
+      groups.emplace_back(m, g * gs);
+    }
+  const int ngroups = static_cast<int>(groups.size());
+  int pow2 = 1;
+  while (pow2 < ngroups) pow2 <<= 1;
+  unsigned delta = 0;
+  for (int round = 0; round < pow2; ++round) {  // NCCL's groupRound
+    if (static_cast<int>(delta) < ngroups) {
+      const std::pair<int, int>& to = groups[(my_group + delta) % ngroups];
+      const std::pair<int, int>& from = groups[(my_group - static_cast<int>(delta) + ngroups) % ngroups];
+      for (int d = 0; d < gs; ++d) {
+        s.send_to.push_back(nodes[to.first][to.second + (my_local + d) % gs]);
+        s.recv_from.push_back(nodes[from.first][from.second + (my_local - d + gs) % gs]);
+      }
+    }
+    delta = (delta + static_cast<unsigned>(round) + 1) & static_cast<unsigned>(pow2 - 1);
+  }
+  s.send_round.assign(n, -1);
+  s.recv_round.assign(n, -1);
+  for (int r = 0; r < static_cast<int>(s.send_to.size()); ++r) {
+    s.send_round[s.send_to[r]] = r;
+    s.recv_round[s.recv_from[r]] = r;
+  }
+  return s;
+}
 
 P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu, int nchannels, int buff_bytes,
                          const P2pParams& params, std::string* why) {
@@ -95,6 +174,11 @@ P2pChannels p2p_channels(const Topology& topo, const std::vector<int>& rank_gpu,
   pc.nchannels = std::min(pow2_up(p2p), 64);
   pc.per_peer = std::min(pc.per_peer, pc.nchannels);
   pc.multi_node = machines.size() > 1;
+  if (pc.multi_node) {
+    std::vector<int> node_of(nranks);
+    for (int r = 0; r < nranks; ++r) node_of[r] = rank_gpu[r] >= 0 ? topo.nodes[rank_gpu[r]].machine : -1;
+    pc.group_size = p2p_schedule_group_size(node_of, params.sched_group);
+  }
   // p2pChunkSize (src/init.cc): several machines NET 128 KiB, one all-NVLink machine 512 KiB, else
   // PCI 128 KiB; at most a Simple FIFO slot (NCCL_BUFFSIZE / NCCL_STEPS).
   pc.chunk_bytes =

@@ -21,7 +21,28 @@ struct P2pParams {
   int nvl_chunk = 1 << 19;       // NCCL_P2P_NVL_CHUNKSIZE: 512 KiB
   int net_chunk = 1 << 17;       // NCCL_P2P_NET_CHUNKSIZE: 128 KiB
   int pci_chunk = 1 << 17;       // NCCL_P2P_PCI_CHUNKSIZE: 128 KiB
+  int sched_group = kP2pWorksPerBatch;  // NCCL_P2P_SCHEDULE_GROUP_SIZE (several machines)
 };
+
+// NCCL 2.28.9's point-to-point schedule (src/init.cc ncclP2pSchedule) for rank `rank` of a communicator
+// whose rank r is on machine node_of[r] (any machine ids; machines are numbered in the order of their
+// first rank, a machine's ranks in rank order, as NCCL's nodeRanks). In round r the rank sends to
+// send_to[r] and receives from recv_from[r]; round 0 is itself; every other rank is once in each. On one
+// machine round r is rank + r / rank - r. On several, the ranks are cut into groups of group_size (see
+// p2p_schedule_group_size) within their machines; the rounds go group by group, the group distance in
+// NCCL's quadratic order (0, 1, 3, 6, ... modulo the groups rounded up to a power of two, those past
+// the group count skipped: with 4 machines of 8 GPUs, machines +0, +1, +3, +2), and within a group's
+// rounds the distance inside the group 0, 1, 2, ... The schedule is symmetric: if rank a sends to b in
+// round r, b receives from a in round r.
+struct P2pSchedule {
+  int group_size = 0;
+  std::vector<int> send_to, recv_from;  // by round
+  std::vector<int> send_round, recv_round;  // by peer: the round it is sent to / received from in
+};
+// p2pSchedGroupSize: the largest rank count of a machine on one machine; on several `param`
+// (NCCL_P2P_SCHEDULE_GROUP_SIZE) reduced to its gcd with every machine's rank count.
+int p2p_schedule_group_size(const std::vector<int>& node_of, int param = kP2pWorksPerBatch);
+P2pSchedule p2p_schedule(int rank, const std::vector<int>& node_of, int param = kP2pWorksPerBatch);
 
 // The point-to-point channels of a communicator whose rank r plays GPU node rank_gpu[r] of `topo`, that
 // runs `nchannels` collective channels (comm->nChannels), with Simple FIFOs of `buff_bytes`

@@ -74,11 +74,101 @@ TEST(P2pChannels, PartsOfASend) {
   p2p_part_bounds(4, 3, 10000, &beg, &end);       // parts of 4 KiB (2500 rounded up): the last is empty
   EXPECT_EQ(beg, 10000u);
   EXPECT_EQ(end, 10000u);
-  // Channels: round 1 of 32 starts at bit-reversed 1 = 16, round 2 at 8.
-  EXPECT_EQ(p2p_channel_for_part(32, 1, 0), 16);
-  EXPECT_EQ(p2p_channel_for_part(32, 1, 3), 19);
-  EXPECT_EQ(p2p_channel_for_part(32, 2, 0), 8);
-  EXPECT_EQ(p2p_channel_for_part(32, 3, 15), (24 + 15) & 31);
+  // Channels on one machine: round 1 of 32 starts at bit-reversed 1 = 16, round 2 at 8.
+  const P2pChannels ch32{32, 4, 512u << 10, false};
+  EXPECT_EQ(p2p_channel_for_part(ch32, 1, 0), 16);
+  EXPECT_EQ(p2p_channel_for_part(ch32, 1, 3), 19);
+  EXPECT_EQ(p2p_channel_for_part(ch32, 2, 0), 8);
+  EXPECT_EQ(p2p_channel_for_part(ch32, 3, 15), (24 + 15) & 31);
+  // Several machines (groups of 8 rounds, ncclP2pChannelBaseForRound): rounds 0-7 share base 0, rounds
+  // 8-15 base 1 (bit-reversed: 16), rounds 16-23 base 2 (8).
+  P2pChannels multi{32, 2, 128u << 10, true};
+  multi.group_size = 8;
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(p2p_channel_for_part(multi, r, 1), 1) << r;
+  for (int r = 8; r < 16; ++r) EXPECT_EQ(p2p_channel_for_part(multi, r, 0), 16) << r;
+  EXPECT_EQ(p2p_channel_for_part(multi, 16, 1), 9);
+  // Groups of 16 ranks: two bases per group, 8 rounds each.
+  multi.group_size = 16;
+  EXPECT_EQ(p2p_channel_for_part(multi, 7, 0), 0);
+  EXPECT_EQ(p2p_channel_for_part(multi, 8, 0), 16);
+  EXPECT_EQ(p2p_channel_for_part(multi, 16, 0), 8);  // group 1: base 2
+}
+
+// NCCL's point-to-point schedule (src/init.cc ncclP2pSchedule) over generated layouts: machines of equal
+// or unequal rank counts, ranks in machine order or interleaved. Every schedule pairs each peer once
+// each way, starts with itself, and is symmetric (a sends to b in round r exactly when b receives from a
+// in round r), so every backend's sends and receives meet; on one machine it is rank +/- round.
+TEST(P2pSchedule, GeneratedLayouts) {
+  int layouts = 0;
+  for (int machines = 1; machines <= 5; ++machines)
+    for (int per : {1, 2, 3, 4, 6, 8, 16})
+      for (int shape = 0; shape < 3; ++shape) {
+        std::vector<int> node_of;
+        for (int m = 0; m < machines; ++m)
+          for (int l = 0; l < (shape == 2 && m == 0 ? 2 * per : per); ++l) node_of.push_back(m);
+        if (shape == 1) {  // interleaved: rank r on machine r % machines
+          for (size_t r = 0; r < node_of.size(); ++r) node_of[r] = static_cast<int>(r) % machines;
+        }
+        const int n = static_cast<int>(node_of.size());
+        std::vector<P2pSchedule> all;
+        for (int r = 0; r < n; ++r) all.push_back(p2p_schedule(r, node_of));
+        for (int a = 0; a < n; ++a) {
+          const P2pSchedule& s = all[a];
+          ASSERT_EQ(static_cast<int>(s.send_to.size()), n) << "layout " << layouts << " rank " << a;
+          EXPECT_EQ(s.send_to[0], a);
+          EXPECT_EQ(s.recv_from[0], a);
+          std::vector<int> seen_send(n, 0), seen_recv(n, 0);
+          for (int r = 0; r < n; ++r) {
+            ++seen_send[s.send_to[r]];
+            ++seen_recv[s.recv_from[r]];
+            EXPECT_EQ(all[s.send_to[r]].recv_from[r], a) << "layout " << layouts << " rank " << a << " round " << r;
+            EXPECT_EQ(s.send_round[s.send_to[r]], r);
+            if (machines == 1) {
+              EXPECT_EQ(s.send_to[r], (a + r) % n);
+            }
+          }
+          for (int q = 0; q < n; ++q) EXPECT_TRUE(seen_send[q] == 1 && seen_recv[q] == 1) << "layout " << layouts;
+        }
+        ++layouts;
+      }
+  EXPECT_EQ(layouts, 105);
+}
+
+// Several machines: the rounds go machine by machine (groups of 8), in NCCL's quadratic order of machine
+// distances: with 4 machines of 8 GPUs, rank 3 goes to its own machine, then +1, +3, +2.
+TEST(P2pSchedule, MachinesInNcclsOrder) {
+  std::vector<int> node_of;
+  for (int m = 0; m < 4; ++m)
+    for (int l = 0; l < 8; ++l) node_of.push_back(m);
+  const P2pSchedule s = p2p_schedule(3, node_of);
+  EXPECT_EQ(s.group_size, 8);
+  const int want_machine[4] = {0, 1, 3, 2};
+  for (int r = 0; r < 32; ++r) {
+    EXPECT_EQ(node_of[s.send_to[r]], want_machine[r / 8]) << r;
+    EXPECT_EQ(s.send_to[r] % 8, (3 + r % 8) % 8) << r;  // within the machine: local + distance
+    EXPECT_EQ(node_of[s.recv_from[r]], (4 - want_machine[r / 8]) % 4) << r;
+  }
+  // Machines of 2 GPUs: groups of gcd(8, 2) = 2.
+  EXPECT_EQ(p2p_schedule_group_size({0, 0, 1, 1, 2, 2}), 2);
+  // One machine: all its ranks are one group.
+  EXPECT_EQ(p2p_schedule_group_size({0, 0, 0, 0, 0, 0}), 6);
+  // NCCL_P2P_SCHEDULE_GROUP_SIZE 4 on machines of 8.
+  EXPECT_EQ(p2p_schedule(0, node_of, 4).group_size, 4);
+}
+
+// The machine's p2p channels carry the schedule's group size where several machines talk.
+TEST(P2pSchedule, ChannelsKnowTheGroupSize) {
+  Topology t;
+  std::string err;
+  ASSERT_TRUE(make_preset_topology("dgx-h100", 2, FabricSpec(), &t, &err)) << err;
+  std::vector<int> gpus;
+  for (int m = 0; m < 2; ++m)
+    for (int d = 0; d < 8; ++d) gpus.push_back(t.gpu_node(m, d));
+  const P2pChannels pc = p2p_channels(t, gpus, 16, 4 << 20);
+  EXPECT_TRUE(pc.multi_node);
+  EXPECT_EQ(pc.group_size, 8);
+  gpus.resize(8);
+  EXPECT_EQ(p2p_channels(t, gpus, 16, 4 << 20).group_size, 0);  // one machine: no groups
 }
 
 // Ranks sharing one GPU: every p2p channel serves each peer, in NVLink's chunk within a Simple slot.

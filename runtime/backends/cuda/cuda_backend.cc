@@ -879,12 +879,11 @@ P2pChannels cuda_p2p_channels(ncclComm_t comm) {
   return p2p_channels_for_launch(comm->p2p, comm->nranks, blocks);
 }
 
-// Connects part `part` of a send or receive with o.peer on the channel both ends compute from their
-// distance (kernels/p2p.h p2p_channel_for_part, as the host backend places it).
+// Connects part `part` of a send or receive with o.peer on the channel both ends compute from the round
+// of their schedule that pairs them (kernels/p2p.h p2p_channel_for_part, as the host backend places it).
 ncclResult_t connect_part(ncclComm_t comm, const P2pChannels& pc, const OpDesc& o, int part, int* channel, Conn** c) {
-  const int n = comm->nranks, me = comm->rank;
   const bool send = o.kind == OpDesc::Kind::kSend;
-  *channel = p2p_channel_for_part(pc.nchannels, send ? (o.peer - me + n) % n : (me - o.peer + n) % n, part);
+  *channel = p2p_channel_for_part(pc, send ? comm->p2p_sched.send_round[o.peer] : comm->p2p_sched.recv_round[o.peer], part);
   return send ? p2p_connect_send(comm, o.peer, c, *channel) : p2p_connect_recv(comm, o.peer, c, *channel);
 }
 

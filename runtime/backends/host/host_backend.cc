@@ -242,8 +242,9 @@ ncclResult_t run_collective(ncclComm_t comm, const OpDesc& op) {
   return ncclSuccess;
 }
 
-// All point-to-point operations of one plan. NCCL's schedule: in round r a rank sends to rank+r and
-// receives from rank-r, both at once. Every rank walks the rounds in the same order, so a send and
+// All point-to-point operations of one plan. NCCL's schedule (graph/p2p_channels.h p2p_schedule): in
+// round r a rank sends to send_to[r] and receives from recv_from[r], both at once (on one machine rank+r
+// and rank-r). Every rank walks the rounds in the same order and the schedule is symmetric, so a send and
 // its receive always meet in the same round, and grouped send/recv patterns that would deadlock one
 // by one (a ring shift of large messages) complete.
 ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& ops, uint64_t op_count) {
@@ -268,7 +269,7 @@ ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& o
   // p2p_nparts, the same split every backend runs): part j of every operation with a peer goes on the
   // channel of part j, its own connection, one lane each.
   for (int round = 1; round < n; ++round) {
-    const int to = (me + round) % n, from = (me - round + n) % n;
+    const int to = comm->p2p_sched.send_to[round], from = comm->p2p_sched.recv_from[round];
     if (sends[to].empty() && recvs[from].empty()) continue;
     const HostExecConfig cfg = exec_config(comm);
     struct Part {
@@ -285,7 +286,7 @@ ncclResult_t run_p2p_rounds(ncclComm_t comm, const std::vector<const OpDesc*>& o
       int nparts = 0;
       for (const OpDesc* o : list) nparts = std::max(nparts, p2p_nparts(comm->p2p, n, o->count * type_size(o->type)));
       for (int part = 0; part < nparts; ++part) {
-        Part p{dir == 0, peer, p2p_channel_for_part(comm->p2p.nchannels, round, part), {}, ncclSuccess, {}};
+        Part p{dir == 0, peer, p2p_channel_for_part(comm->p2p, round, part), {}, ncclSuccess, {}};
         for (const OpDesc* o : list) {
           const size_t bytes = o->count * type_size(o->type);
           const int np = p2p_nparts(comm->p2p, n, bytes);
