@@ -208,7 +208,8 @@ void solve_shares(std::vector<ConnFlow>& all, const std::vector<size_t>& flows, 
 
 }  // namespace
 
-bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error) {
+bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error,
+                     bool* static_shares) {
   std::vector<Task> tasks;
   if (!make_tasks(count, ch, &tasks, error)) return false;
   // The FIFOs' state before the collective: the counting pass advances every side's step, and the
@@ -307,6 +308,7 @@ bool World::run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* 
   const double launch = cfg_.calibration.launch_us * 1e-6;
   const double overhead = cfg_.calibration.step_overhead_us[ch.proto] * 1e-6;
   const bool refine = transfers <= cfg_.refine_limit;
+  if (static_shares != nullptr) *static_shares = !refine;
   // NVLS's roles (scatter, reduce, broadcast, gather) overlap in a pipeline whose competitors the
   // occupancy rounds misjudge (docs/simulator.md, "Levels"): NVLS runs take the fluid replay further.
   const bool nvls = ch.algo == AlgoKind::kNvls || ch.algo == AlgoKind::kNvlsTree;

@@ -115,6 +115,8 @@ struct SimSizeResult {
   int nthreads = 0;              // the tuner's threads per channel; the simulator's data loop does not
                                  // depend on them (one SM per channel at its calibrated copy rate)
   SimLevel level = SimLevel::kStep;  // the level used
+  bool static_shares = false;    // kFlow past refine_limit: every connection at its static share, in
+                                 // lockstep (PAT behind a spine: an upper bound, docs/simulator.md)
   double time_us = 0;            // simulated time of one iteration (mean of iters): the GPUs' time, or
                                  // host_us where the host issues operations slower than the GPUs run them
   double host_us = 0;            // the host's time to issue one iteration (gpus_per_thread x issue cost)

@@ -345,7 +345,7 @@ bool World::run_sizes(SimResult* out, std::string* error, const SimProgress& pro
     for (int it = 0; it < cfg_.warmup + cfg_.iters; ++it) {
       double t = 0;
       const double clock0 = sg4::Engine::get_clock();
-      const bool ok = res.level == SimLevel::kFlow ? run_flow(count, ch, &t, &flows, error)
+      const bool ok = res.level == SimLevel::kFlow ? run_flow(count, ch, &t, &flows, error, &res.static_shares)
                                                    : run_once(count, ch, &t, error);
       if (!ok) {
         *error = std::string(coll_name(cfg_.coll)) + " of " + std::to_string(total) + " bytes: " + *error;
@@ -545,7 +545,7 @@ nlohmann::json to_json(const SimResult& r) {
   for (const SimSizeResult& s : r.sizes)
     j["sizes"].push_back({s.bytes, s.count, static_cast<int>(s.algo), static_cast<int>(s.proto), s.nchannels,
                           static_cast<int>(s.level), s.time_us, s.algbw, s.busbw, s.predicted_us, s.wrong, s.slices,
-                          s.nthreads, s.custom_algo, s.p2p, s.host_us});
+                          s.nthreads, s.custom_algo, s.p2p, s.host_us, s.static_shares});
   for (const SimLinkLoad& l : r.links) j["links"].push_back({l.link, l.name, l.bytes, l.busy_us});
   for (const SimDegraded& d : r.degraded) {
     nlohmann::json carriers = nlohmann::json::array();
@@ -589,6 +589,7 @@ void from_json(const nlohmann::json& j, SimResult* r) {
       s.custom_algo = a[13];
       s.p2p = a[14];
       s.host_us = a[15];
+      s.static_shares = a[16];
       r->sizes.push_back(s);
     }
   if (j.contains("links"))

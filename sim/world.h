@@ -276,7 +276,8 @@ class World {
   bool run_tasks(std::vector<Task>& tasks, std::string* error, bool launched = false);
   // The flow level (flow.cc): counting pass, one SimGrid flow per connection for its share, the
   // channels' steps replayed at those shares (replay.h).
-  bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error);
+  bool run_flow(size_t count, const Choice& ch, double* time_us, uint64_t* flows, std::string* error,
+                bool* static_shares = nullptr);
   SimConn& conn(int channel, int from, int to, int proto, int space = 0);
   // Runs one collective of `count` elements with `choice` on every rank; returns its simulated time.
   bool run_once(size_t count, const Choice& choice, double* time_us, std::string* error);

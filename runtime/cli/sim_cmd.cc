@@ -662,6 +662,7 @@ nlohmann::ordered_json json_of(const SimRun& run, const SimResult& r) {
     row["level"] = sim_level_label(s.level);
     row["predicted_us"] = s.predicted_us;
     row["slices"] = s.slices;
+    row["static_shares"] = s.static_shares;
     rows.push_back(row);
   }
   j["rows"] = rows;
@@ -1051,6 +1052,12 @@ std::string format_sim_footer(const SimResult& r) {
                          wrong ? "FAILED" : "OK");
   }
   out += printf_string("# %-20s : %g \n", "Avg bus bandwidth", sim_avg_busbw(r));
+  for (const auto& s : r.sizes)
+    if (s.static_shares && s.algo == AlgoKind::kPat)
+      out += printf_string("# note: PAT at %zu B ran at the flow level's static shares (past 10^6 transfers), its ranks\n"
+                           "#   in lockstep: an upper bound where they would fall out of step behind a spine\n"
+                           "#   (docs/simulator.md, \"PAT at one GPU per machine\")\n",
+                           s.bytes);
   out += "#\n";
   out += printf_string("# Simulated in %.2f s wall, peak memory %.1f MiB\n", r.wall_s, r.peak_rss_mib);
   return out;

@@ -633,6 +633,19 @@ TEST(SimReport, BannerTableFooter) {
   EXPECT_TRUE(contains(out, "# Simulated in 1.25 s wall, peak memory 123.4 MiB\n")) << out;
 }
 
+// A PAT size the flow level ran at its static shares gets a note (an upper bound behind a spine); a ring
+// at static shares (in lockstep, as the step level) and a refined PAT size do not.
+TEST(SimReport, PatStaticSharesNote) {
+  SimResult res = fake_result(false);
+  res.sizes[1].algo = AlgoKind::kPat;  // refined: no note
+  res.sizes[2].static_shares = true;   // a ring: no note
+  EXPECT_FALSE(contains(format_sim_footer(res), "static shares")) << format_sim_footer(res);
+  res.sizes[1].static_shares = true;
+  const std::string out = format_sim_footer(res);
+  EXPECT_TRUE(contains(out, "# note: PAT at 2097152 B ran at the flow level's static shares")) << out;
+  EXPECT_FALSE(contains(out, "4194304 B")) << out;
+}
+
 TEST(SimReport, PayloadWrongColumnAndRootColumn) {
   SimRun run = fake_run(true);
   const SimResult res = fake_result(true);

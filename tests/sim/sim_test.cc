@@ -470,6 +470,8 @@ TEST(Sim, FlowStaticSharesRunPatByDimension) {
     cfg.level = SimLevel::kFlow;
     cfg.refine_limit = 0;
     const SimResult flat = run_ok(cfg);
+    EXPECT_TRUE(flat.sizes.at(0).static_shares);  // what `cclab sim` notes as an upper bound
+    EXPECT_FALSE(step.sizes.at(0).static_shares);
     EXPECT_NEAR(flat.sizes.at(0).busbw / step.sizes.at(0).busbw, 1.0, 0.02)
         << topo << (coll == CollKind::kReduceScatter ? " reduce_scatter" : " all_gather") << ": step " << step.sizes.at(0).busbw << " GB/s, static shares " << flat.sizes.at(0).busbw;
   }
