@@ -491,7 +491,6 @@ bool World::setup(sg4::Engine& engine, std::string* error) {
   }
   // Point-to-point channels per peer, as NCCL would run them on this model (graph/p2p_channels.h).
   p2p_ = cclab::p2p_channels(topo_, rank_gpu_, nch_, proto_buff_[kProtoSimple], cfg_.p2p_params);
-  p2p_node_of_ = place_.rank_machine;
   // The model's paths between the GPU pairs that talk, both ways (point-to-point operations between
   // ring and tree neighbours take them), and, on a small model, between every pair of GPUs.
   auto route = [&](int a, int b) {
@@ -1167,7 +1166,9 @@ bool World::run_rank_p2p(int rank, int space, uint64_t op_count, const std::vect
   // puts every round of a group in one kernel (scheduleP2pTasksToPlan), each round on its own channels
   // (ncclP2pChannelBaseForRound), so all rounds' parts run at once here too; every part has its own
   // connection, so none waits for another.
-  const P2pSchedule sched = p2p_schedule(rank, p2p_node_of_, cfg_.p2p_params.sched_group);
+  if (p2p_sched_.empty()) p2p_sched_.resize(n);
+  if (p2p_sched_[rank].send_to.empty()) p2p_sched_[rank] = p2p_schedule(rank, place_.rank_machine, cfg_.p2p_params.sched_group);
+  const P2pSchedule& sched = p2p_sched_[rank];
   for (int round = 1; round < n; ++round) {
     const int to = sched.send_to[round], from = sched.recv_from[round];
     if (sends[to].empty() && recvs[from].empty()) continue;

@@ -328,7 +328,7 @@ class World {
   BlockHooks* hooks_ = nullptr;
   int nranks_ = 0, nch_ = 0, nmachines_ = 0;
   P2pChannels p2p_;
-  std::vector<int> p2p_node_of_;  // each rank's machine, for the point-to-point schedule (p2p_schedule)
+  std::vector<P2pSchedule> p2p_sched_;  // by rank, made on its first point-to-point operation
   // A point-to-point collective of run_sizes (cfg.p2p): one size on every rank (an actor each).
   bool run_p2p_once(size_t bytes, double* time_us, std::string* error);
   // run_sizes' step for one size of a point-to-point collective: nccl-tests' counts, iterations, check.

@@ -42,6 +42,7 @@ void TraceIndex::update(const Trace& t) {
     const Event& e = t.events[i];
     nranks_ = std::max({nranks_, e.rank + 1, e.send_peer + 1, e.recv_peer + 1});
     nchannels_ = std::max(nchannels_, e.channel + 1);
+    non_p2p_ = non_p2p_ || e.coll != CollKind::kSendRecv;
     auto key = std::make_pair(e.rank, e.channel);
     auto it = row_index_.find(key);
     int r;

@@ -36,6 +36,8 @@ class TraceIndex {
 
   int nranks() const { return nranks_; }
   int nchannels() const { return nchannels_; }
+  // Every event indexed is a point-to-point step (ncclSend / ncclRecv), and there is at least one.
+  bool p2p_only() const { return indexed_ > 0 && !non_p2p_; }
   const std::vector<EventRow>& rows() const { return rows_; }
   int row_of(int rank, int channel) const;  // -1 when the rank has no event on the channel
 
@@ -54,6 +56,7 @@ class TraceIndex {
  private:
   size_t indexed_ = 0;
   int nranks_ = 0, nchannels_ = 0;
+  bool non_p2p_ = false;  // an indexed event belongs to a collective
   std::vector<EventRow> rows_;
   std::map<std::pair<int, int>, int> row_index_;
   std::vector<int> by_begin_;

@@ -165,9 +165,7 @@ void draw_header(VizState* s) {
     ImGui::TextColored(ImVec4(0.55f, 1.0f, 0.6f, 1), "busbw %.2f GB/s", bw.busbw);
     ImGui::SameLine();
     help_marker(kBwHelp);
-  } else if (!t.events.empty() && std::all_of(t.events.begin(), t.events.end(), [](const trace::Event& e) {
-               return e.coll == CollKind::kSendRecv;
-             })) {
+  } else if (s->index.p2p_only()) {
     // ncclSend / ncclRecv groups (lab 1's ring): steps, but no collective to measure.
     ImGui::TextDisabled("no collective in this trace: point-to-point steps only (ncclSend / ncclRecv), in the timeline");
   } else if (!t.events.empty()) {

@@ -2,6 +2,7 @@
 #include "graph/p2p_channels.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace cclab {
@@ -45,14 +46,10 @@ int local_net_count_by_bw(const Topology& topo, int gpu) {
 // The machines of node_of in the order of their first rank, each with its ranks in rank order.
 std::vector<std::vector<int>> machine_ranks(const std::vector<int>& node_of) {
   std::vector<std::vector<int>> out;
-  std::vector<std::pair<int, int>> seen;  // machine id -> index in out
+  std::map<int, size_t> index;  // machine id -> its place in out
   for (int r = 0; r < static_cast<int>(node_of.size()); ++r) {
-    auto it = std::find_if(seen.begin(), seen.end(), [&](const std::pair<int, int>& p) { return p.first == node_of[r]; });
-    if (it == seen.end()) {
-      seen.emplace_back(node_of[r], static_cast<int>(out.size()));
-      out.emplace_back();
-      it = seen.end() - 1;
-    }
+    const auto it = index.emplace(node_of[r], out.size()).first;
+    if (it->second == out.size()) out.emplace_back();
     out[it->second].push_back(r);
   }
   return out;

@@ -68,6 +68,26 @@ TEST(Colors, Thickness) {
 }
 
 // ---- index ----------------------------------------------------------------------------------------------
+// The header's "point-to-point steps only" (lab 1's ring of ncclSend / ncclRecv): every indexed event a
+// SendRecv step; one event of a collective, or none, is not.
+TEST(Index, PointToPointOnly) {
+  trace::Trace t = viz_test::small_trace();
+  TraceIndex idx;
+  idx.update(t);
+  EXPECT_FALSE(idx.p2p_only());  // the synthetic trace's all_reduce
+  for (auto& e : t.events) e.coll = CollKind::kSendRecv;
+  idx.reset();
+  idx.update(t);
+  EXPECT_TRUE(idx.p2p_only());
+  t.events.push_back(t.events.back());
+  t.events.back().coll = CollKind::kAllGather;  // appended live: the index sees it on update
+  idx.update(t);
+  EXPECT_FALSE(idx.p2p_only());
+  TraceIndex empty;
+  empty.update(viz_test::small_trace(false));
+  EXPECT_FALSE(empty.p2p_only());
+}
+
 TEST(Index, RowsInFlightAndBoundaries) {
   const trace::Trace t = viz_test::small_trace();
   TraceIndex idx;
