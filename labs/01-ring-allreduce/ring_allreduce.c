@@ -1,13 +1,7 @@
 /* labs/01-ring-allreduce/ring_allreduce.c - lab 1: all_reduce around a ring, by hand.
  *
- * This is the file you edit. It builds and runs as it is, but it is wrong: every rank ends with its
- * own input instead of the sum over all ranks. Run it to see (cclab is build/runtime/cli/cclab):
- *
- *   cclab lab run 01
- *
- * and check your work at any time (README.md, "How you are graded"):
- *
- *   cclab lab check 01
+ * This is the file you edit (README.md, "Steps"). It builds and runs as it is, but it is wrong: every
+ * rank ends with its own input instead of the sum over all ranks.
  *
  * What lab_ring_allreduce must do: ring_allreduce.h. How the ring works: README.md, "Background".
  * The plan, as TODOs below:
@@ -22,9 +16,8 @@
  *   TODO 3  chunk_of: cut count elements into n chunks that cover all of them, even when n does not
  *           divide count (and when count < n, where some chunks are empty).
  *
- * One step = ncclGroupStart(); ncclSend(...); ncclRecv(...); ncclGroupEnd(); then
- * cclabStreamSynchronize(stream) before you touch what was received. The group matters: without it,
- * every rank's ncclSend would wait for a ncclRecv that its neighbour has not posted yet. */
+ * One step is one group (TODO 1 below shows it); README.md, "ncclSend, ncclRecv, groups and streams",
+ * says why. */
 #include <stdlib.h>
 #include <string.h>
 

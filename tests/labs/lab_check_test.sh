@@ -142,13 +142,13 @@ PY
     ;;
   answers)
     solution_variant answers "" ""
-    sed -i -e 's/^steps = .*/steps = 16/' -e 's/^ring_busbw = .*/ring_busbw = 30.6/' -e 's/^busbw_factor = .*/busbw_factor = fast/' \
+    sed -i -e 's/^steps = .*/steps = 16/' -e 's/^ring_busbw = .*/ring_busbw = 55.6/' -e 's/^busbw_factor = .*/busbw_factor = fast/' \
       "$work/answers/answers.txt"
     check "$work/answers"
     expect_rc 1
     expect "9 of 12 checks pass"
     expect "steps per rank, 8 ranks: 16 is not right"
-    expect "GB/s, your ring in the simulator: 30.6 is not within 5%"
+    expect "GB/s, your ring in the simulator: 55.6 is not within 2%"
     expect "busbw_factor = 'fast' is not a number"
     ;;
   split)
