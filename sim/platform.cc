@@ -52,6 +52,16 @@ void configure_engine(s4u::Engine& engine) {
   // CM02 still bounds every flow by TCP-gamma / (2 x route latency), a TCP window (4 MiB by default:
   // 4 MiB / (2 x 2 us) ~ 1 TB/s, but 26 GB/s once a route has 80 us); no window here.
   s4u::Engine::set_config("network/TCP-gamma:1e30");
+  // Full updates, not SimGrid's default lazy ones: with lazy updates the LMM is re-solved only over the
+  // constraints marked modified since the last solve (selective update), and SimGrid 3.32 misses some: when a
+  // flow's latency phase ends (its variable is enabled) the flows sharing its later links can keep their
+  // old rates until an unrelated event re-solves them, so a link carries more than its capacity for a while
+  // (SimGrid's own check, CCLAB_SIM_LOG=ker_lmm.thresh:debug, aborts with "Incorrect value (30240000000 is not
+  // smaller than 25200000000)" on pcie-8gpu-2socket:3's ring all_gather at 88.17 us). That made the step
+  // level non-monotone in efficiency.net and 1-7% off the flow level's fluid replay there; with full updates
+  // the two agree within 0.7% on bench/flow_vs_step.py's 324 points. Costs up to ~2x wall time on runs with
+  // thousands of concurrent transfers (dgx-h100:8 ring all_reduce 64 MiB: 1.2 s -> 2.1 s).
+  s4u::Engine::set_config("network/optim:Full");
   // Actor stacks (KiB): the schedules keep small arrays on the stack; 8 MiB each is wasteful with
   // thousands of actors.
   s4u::Engine::set_config("contexts/stack-size:256");
