@@ -160,6 +160,22 @@ std::string World::failed_links_on(const ConnRoute& route) const {
   return out;
 }
 
+std::string World::failed_links_between(simgrid::s4u::Host* a, simgrid::s4u::Host* b) const {
+  std::vector<simgrid::s4u::Link*> links;
+  double latency = 0;
+  a->route_to(b, links, &latency);
+  std::vector<int> ids;  // the model's links behind SimGrid's (several may share one SimGrid link)
+  for (int k = 0; k < static_cast<int>(topo_.links.size()); ++k)
+    for (const simgrid::s4u::Link* l : links)
+      if (platform_->link(k) == l) {
+        ids.push_back(k);
+        break;
+      }
+  ConnRoute route;
+  route.links = &ids;
+  return failed_links_on(route);
+}
+
 void World::abort_run(const std::string& why) {
   if (aborted_) return;
   aborted_ = true;

@@ -224,7 +224,9 @@ class SimExec {
   double pending_bytes_ = 0;                  // the current step's data loop, bytes
   const void* last_dst_ = nullptr;            // destination of the last reduce_copy
   std::vector<simgrid::s4u::ActivityPtr> inflight_;  // the current step's started transfers and data loop
-  // Per inflight_ entry: the transfer's route, peer and FIFO step (route nullptr: the data loop).
+  // Per inflight_ entry: the transfer's route, peer and FIFO step (route nullptr: the data loop, or with
+  // peer kToSwitch / kFromSwitch an NVLS transfer between this rank's GPU and its NVSwitch).
+  static constexpr int kToSwitch = -2, kFromSwitch = -3;
   struct InflightXfer {
     const void* route = nullptr;
     int peer = -1;

@@ -210,15 +210,20 @@ void SimExec::nvls_switch(double up, double down, double reduce, double others_u
   if (sw == nullptr) return;
   if (up > 0) {
     inflight_.push_back(sg4::Comm::sendto_async(gpu, sw, static_cast<uint64_t>(up)));
+    inflight_xfer_.push_back(InflightXfer{nullptr, kToSwitch, 0});
     world_->add_nvswitch_bytes(rank_, true, up);
     ++transfers_;
   }
   if (down > 0) {
     inflight_.push_back(sg4::Comm::sendto_async(sw, gpu, static_cast<uint64_t>(down)));
+    inflight_xfer_.push_back(InflightXfer{nullptr, kFromSwitch, 0});
     world_->add_nvswitch_bytes(rank_, false, down);
     ++transfers_;
   }
-  if (reduce > 0) inflight_.push_back(sg4::Exec::init()->set_flops_amount(reduce)->set_host(sw)->start());
+  if (reduce > 0) {
+    inflight_.push_back(sg4::Exec::init()->set_flops_amount(reduce)->set_host(sw)->start());
+    inflight_xfer_.emplace_back();
+  }
   if (others_up > 0) world_->add_nvls_others_bytes(rank_, true, others_up);
   if (others_down > 0) world_->add_nvls_others_bytes(rank_, false, others_down);
 }
@@ -230,9 +235,20 @@ void SimExec::link_down(const InflightXfer& x) {
     site_ = WaitSite{rank_, channel_, x.peer, x.step, false, PrimKind::kSend};
   }
   char buf[160];
-  snprintf(buf, sizeof buf, "rank %d channel %d: its transfer to rank %d (step %llu) failed at %.3f us: ", rank_, channel_,
-           x.peer, static_cast<unsigned long long>(x.step), sg4::Engine::get_clock() * 1e6);
-  world_->abort_run(buf + world_->failed_links_on(*static_cast<const World::ConnRoute*>(x.route)));
+  if (x.route != nullptr) {
+    snprintf(buf, sizeof buf, "rank %d channel %d: its transfer to rank %d (step %llu) failed at %.3f us: ", rank_,
+             channel_, x.peer, static_cast<unsigned long long>(x.step), sg4::Engine::get_clock() * 1e6);
+    world_->abort_run(buf + world_->failed_links_on(*static_cast<const World::ConnRoute*>(x.route)));
+    return;
+  }
+  // NVLS: a transfer between this rank's GPU and its NVSwitch (or, where nothing else can fail, its data loop).
+  const bool to = x.peer != kFromSwitch;
+  snprintf(buf, sizeof buf, "rank %d channel %d: its NVLS transfer %s the NVSwitch failed at %.3f us: ", rank_, channel_,
+           to ? "to" : "from", sg4::Engine::get_clock() * 1e6);
+  sg4::Host* gpu = world_->rank_host(rank_);
+  sg4::Host* sw = world_->nvswitch_host(rank_);
+  world_->abort_run(buf + (sw == nullptr ? std::string("a link of its route is down")
+                                         : world_->failed_links_between(to ? gpu : sw, to ? sw : gpu)));
 }
 
 bool SimExec::size_mismatch(const WaitSite& site, size_t expected, int32_t got) {

@@ -205,6 +205,8 @@ class World {
   std::string abort_error() const;
   // "link m0.nic3->fabric.leaf.r3.0 (failed at 100 us)": the failed links of a route.
   std::string failed_links_on(const ConnRoute& route) const;
+  // The same for SimGrid's route from host `a` to host `b` (NVLS: a GPU and its NVSwitch).
+  std::string failed_links_between(simgrid::s4u::Host* a, simgrid::s4u::Host* b) const;
 
   // Traces (sim/trace_out.cc): the trace of what run_sizes ran, written to cfg.trace_path; the live
   // stream at cfg.live_path (every step as it is simulated, each collective as it ends).

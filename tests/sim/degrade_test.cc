@@ -284,6 +284,33 @@ TEST(DegradeRun, AFailedLinkGivesTheErrorNotAHang) {
   EXPECT_EQ(time_of(run(cfg)), healthy);
 }
 
+// NVLS moves data between each GPU and its NVSwitch as well as on connections: a link that fails under it
+// gives the same error (these runs crashed the simulation process, an NVLS transfer's failure read as
+// another transfer's). One machine (NVLS): the GPU's link to the switch; two (NVLS-Tree): a NIC.
+TEST(DegradeRun, AFailedLinkUnderNvlsGivesTheError) {
+  struct Case {
+    const char* topo;
+    const char* algo;
+    const char* fail;
+    const char* names;  // in the error: what failed
+  };
+  for (const Case& c : {Case{"dgx-h100", "nvls", "m0.gpu3@50us", "its NVLS transfer to the NVSwitch failed"},
+                        Case{"dgx-h100:2", "nvlstree", "m0.nic3@50us", "m0.nic3"}}) {
+    SimConfig cfg;
+    cfg.topo = c.topo;
+    cfg.algo = c.algo;
+    cfg.min_bytes = cfg.max_bytes = size_t{256} << 20;
+    std::string err;
+    ASSERT_TRUE(parse_fail(c.fail, &cfg.degrade, &err));
+    SimResult r;
+    EXPECT_FALSE(simulate(cfg, &r, &err)) << c.topo;
+    EXPECT_EQ(err.find("died of signal"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.names), std::string::npos) << err;
+    EXPECT_NE(err.find("down (--fail at 50 us)"), std::string::npos) << err;
+    EXPECT_NE(err.find("aborted (no hang)"), std::string::npos) << err;
+  }
+}
+
 // A point-to-point collective: the sends whose path crosses the NIC are named - rail 3's NIC of machine 0
 // carries, through NCCL's PXN, every send from machine 0 to GPU 3 of machine 1 and every send from
 // machine 1 to GPU 3 of machine 0 - and the all-to-all slows down.
