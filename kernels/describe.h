@@ -51,12 +51,19 @@ inline const char* prim_name(PrimKind p) {
 // WaitSite::step of a wait for a peer to create a connection (not a FIFO step).
 constexpr uint64_t kConnectStep = ~uint64_t{0};
 
-// "rank 1 channel 0 waiting for data from rank 0 for step 4 (recvReduceSend)"; a connection:
+// "rank 1 channel 0 waiting for data from rank 0 for step 4 (recvReduceSend)"; NVLS (the rank its own
+// peer): "rank 1 channel 0 waiting for data from the NVSwitch for step 4 (recv)"; a connection:
 // "rank 1 channel 0 waiting for rank 0 to connect"
 inline std::string describe_wait(const WaitSite& s) {
   char buf[256];
   if (s.step == kConnectStep) {
     snprintf(buf, sizeof buf, "rank %d channel %d waiting for rank %d to connect", s.rank, s.channel, s.peer);
+    return buf;
+  }
+  if (s.peer == s.rank) {  // NVLS: the rank is its own peer, the NVSwitch the other end (kernels/nvls.h)
+    snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s the NVSwitch for step %llu (%s)", s.rank, s.channel,
+             s.for_data ? "data from" : "FIFO credits from", static_cast<unsigned long long>(s.step),
+             prim_name(s.prim));
     return buf;
   }
   snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s from rank %d for step %llu (%s)", s.rank, s.channel,

@@ -308,6 +308,11 @@ TEST(DegradeRun, AFailedLinkUnderNvlsGivesTheError) {
     EXPECT_NE(err.find(c.names), std::string::npos) << err;
     EXPECT_NE(err.find("down (--fail at 50 us)"), std::string::npos) << err;
     EXPECT_NE(err.find("aborted (no hang)"), std::string::npos) << err;
+    // A wait on the switch names the switch, not the rank itself as its peer.
+    EXPECT_NE(err.find(" the NVSwitch for step "), std::string::npos) << err;
+    for (int r = 0; r < 16; ++r)
+      EXPECT_EQ(err.find("rank " + std::to_string(r) + " channel 0 waiting for data from rank " + std::to_string(r) + " "),
+                std::string::npos) << err;
   }
 }
 
