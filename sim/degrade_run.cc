@@ -41,7 +41,7 @@ bool World::setup_degradation(std::string* error) {
         if (hit.count(platform_->link(l)) != 0) return true;
       return false;
     };
-    std::map<std::tuple<int, int, int>, std::vector<int>> edges;  // (0 ring / 1 tree, from, to) -> channels
+    std::map<std::tuple<int, int, int>, std::vector<int>> edges;  // (0 ring / 1 tree / 2 NVLS-Tree, from, to) -> channels
     if (cfg_.p2p != P2pPattern::kNone) {  // a point-to-point collective: its sends' paths (PXN: p2p_end)
       for (int r = 0; r < nranks_; ++r)
         p2p_pattern(cfg_.p2p, r, nranks_, cfg_.root, 0, [&](bool send, int peer, size_t) {
@@ -67,9 +67,19 @@ bool World::setup_degradation(std::string* error) {
         if (crosses(ch, r, up)) edges[std::make_tuple(1, r, up)].push_back(ch);
         if (crosses(ch, up, r)) edges[std::make_tuple(1, up, r)].push_back(ch);
       }
+      // NVLS-Tree's tree between the machines' heads (the NVLS part stays inside a machine).
+      for (int r = 0; r < nranks_ && nvls_tree_; ++r) {
+        const int up = nvls_tree_links(nvls_g_, r, ch).up;
+        if (up < 0) continue;
+        if (crosses(ch, r, up)) edges[std::make_tuple(2, r, up)].push_back(ch);
+        if (crosses(ch, up, r)) edges[std::make_tuple(2, up, r)].push_back(ch);
+      }
     }
     for (const auto& e : edges)
-      g.carriers.push_back(SimDegraded::Carrier{std::get<0>(e.first) == 0 ? "ring" : "tree", std::get<1>(e.first),
+      g.carriers.push_back(SimDegraded::Carrier{std::get<0>(e.first) == 0   ? "ring"
+                                                : std::get<0>(e.first) == 1 ? "tree"
+                                                                            : "nvlstree",
+                                                std::get<1>(e.first),
                                                 std::get<2>(e.first), e.second});
     degraded_.push_back(std::move(g));
   }

@@ -143,8 +143,9 @@ struct SimLinkLoad {
 struct SimDegraded {
   std::string label;             // "m0.nic3 at 50% from 0 us", "m0.gpu3-m0.nvs0 fails at 100 us", "rank 3 2x slower"
   std::vector<int> links;        // the TopoLinks it changes
-  // Connections whose route crosses one of those links, grouped by edge: "ring"/"tree", from, to rank and
-  // the channels that carry that edge over it; a point-to-point collective: "p2p", each send (no channels).
+  // Connections whose route crosses one of those links, grouped by edge: "ring"/"tree"/"nvlstree" (NVLS-Tree's
+  // tree between machines), from, to rank and the channels that carry that edge over it; a point-to-point
+  // collective: "p2p", each send (no channels).
   struct Carrier {
     std::string kind;
     int from = -1, to = -1;

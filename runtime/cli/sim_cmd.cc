@@ -8,6 +8,7 @@
 #include "sim_cmd.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -832,7 +833,7 @@ std::string sim_usage() {
          "  --link-latency US        every link's latency, microseconds\n"
          "  --oversubscription X     fabric leaf down/up bandwidth ratio\n"
          "Degraded fabric (the runtime's channels and tuner stay the healthy machine's; the report\n"
-         "compares with the healthy run and names the ring/tree channels crossing each element):\n"
+         "compares with the healthy run and names the ring/tree/NVLS-Tree channels crossing each element):\n"
          "  --degrade LINK=F[@T]     LINK's bandwidth x F from simulated time T (us, ms, s; default 0);\n"
          "                           LINK: A->B, A-B (both ways) or a node (a NIC: all its links), as\n"
          "                           `cclab topo` names them; repeatable\n"
@@ -1063,7 +1064,7 @@ std::string format_sim_footer(const SimResult& r) {
   return out;
 }
 
-std::string format_sim_carriers(const sim::SimDegraded& d) {
+std::string format_sim_carriers(const sim::SimDegraded& d, const std::string& ran) {
   if (d.links.empty()) return "";
   if (d.carriers.empty()) return ": no connection of the collective crosses it";
   if (d.carriers[0].kind == "p2p") {  // a point-to-point collective's sends
@@ -1074,8 +1075,16 @@ std::string format_sim_carriers(const sim::SimDegraded& d) {
   }
   std::string out = ": carried by ";
   const size_t kShown = 4;
-  for (size_t i = 0; i < d.carriers.size() && i < kShown; ++i) {
-    const auto& k = d.carriers[i];
+  // The edges of the algorithm that ran first (every algorithm's routes were set up, and cross it alike).
+  std::string lower = ran;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<const sim::SimDegraded::Carrier*> order;
+  for (const auto& k : d.carriers)
+    if (k.kind == lower) order.push_back(&k);
+  for (const auto& k : d.carriers)
+    if (k.kind != lower) order.push_back(&k);
+  for (size_t i = 0; i < order.size() && i < kShown; ++i) {
+    const auto& k = *order[i];
     std::vector<std::string> ch;  // runs of three or more as "a-b"
     for (size_t j = 0; j < k.channels.size();) {
       size_t e = j;
@@ -1104,7 +1113,7 @@ std::string format_sim_degraded(const SimResult& r, const SimResult* healthy, co
     for (const auto& s : healthy->sizes)
       if (s.bytes == last->bytes) hlast = &s;
   for (const sim::SimDegraded& d : r.degraded) {
-    out += "#   " + d.label + format_sim_carriers(d);
+    out += "#   " + d.label + format_sim_carriers(d, last != nullptr ? algo_name(last->algo) : "");
     if (hlast != nullptr && hlast->busbw > 0)
       out += printf_string(": busbw %.1f -> %.1f GB/s (%+.0f%%)", hlast->busbw, last->busbw,
                            (last->busbw / hlast->busbw - 1) * 100);

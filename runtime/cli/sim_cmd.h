@@ -125,7 +125,8 @@ std::string format_sim_links(const sim::SimConfig& config, const sim::SimResult&
 std::string format_sim_degraded(const sim::SimResult& result, const sim::SimResult* healthy,
                                 const std::string& label = "");
 // ": carried by ring channels 0, 8 (rank 7 -> 8); tree channel 0 (rank 8 -> 0)" for one element.
-std::string format_sim_carriers(const sim::SimDegraded& d);
+// `ran`: the algorithm of the run (SimSizeResult::algo, "NVLSTree"): its edges are named first.
+std::string format_sim_carriers(const sim::SimDegraded& d, const std::string& ran = "");
 
 // --csv: a header line, then one line per size. With `variant` non-empty (compare) a first column
 // "variant" holds it (then header = false skips the header line for the second run).

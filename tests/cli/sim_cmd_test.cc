@@ -869,6 +869,11 @@ TEST(SimReport, DegradedFabric) {
                             "(rank 4 -> 3); tree channels 0-3, 5, 7, 8 (rank 3 -> 4): busbw " + std::string(busbw)))
       << out;
   EXPECT_TRUE(contains(out, "#   m0.nic5 at 10% from 0 us: no connection of the collective crosses it")) << out;
+  // The algorithm that ran names its edges first.
+  EXPECT_EQ(format_sim_carriers(e, "Tree").rfind(": carried by tree channel 3 (rank 4 -> 3); tree channels 0-3, 5, 7, 8 "
+                                                  "(rank 3 -> 4); ring channels 3, 11 (rank 3 -> 4)", 0),
+            0u)
+      << format_sim_carriers(e, "Tree");
   EXPECT_TRUE(contains(out, size)) << out;
   EXPECT_TRUE(contains(out, "-50.0%")) << out;
   EXPECT_TRUE(format_sim_degraded(healthy, &healthy).empty());

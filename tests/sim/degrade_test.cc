@@ -316,6 +316,26 @@ TEST(DegradeRun, AFailedLinkUnderNvlsGivesTheError) {
   }
 }
 
+// Under NVLS-Tree (the tuner's choice on two DGX H100s) a degraded NIC names the NVLS-Tree edges between the
+// machines' heads that cross it: rail 3's head GPUs, ranks 3 and 11, on every channel whose head they are.
+TEST(DegradeRun, NvlsTreeNamesItsEdges) {
+  SimConfig cfg;
+  cfg.topo = "dgx-h100:2";
+  cfg.algo = "nvlstree";
+  cfg.min_bytes = cfg.max_bytes = size_t{64} << 20;
+  std::string err;
+  ASSERT_TRUE(parse_degrade("m0.nic3=0.5", &cfg.degrade, &err));
+  const SimResult r = run(cfg);
+  ASSERT_EQ(r.degraded.size(), 1u);
+  std::set<std::pair<int, int>> edges;
+  for (const auto& c : r.degraded[0].carriers)
+    if (c.kind == "nvlstree") {
+      EXPECT_FALSE(c.channels.empty());
+      edges.insert({c.from, c.to});
+    }
+  EXPECT_EQ(edges, (std::set<std::pair<int, int>>{{3, 11}, {11, 3}}));
+}
+
 // A point-to-point collective: the sends whose path crosses the NIC are named - rail 3's NIC of machine 0
 // carries, through NCCL's PXN, every send from machine 0 to GPU 3 of machine 1 and every send from
 // machine 1 to GPU 3 of machine 0 - and the all-to-all slows down.
