@@ -256,8 +256,8 @@ def refit_without(cclab, curves, judged, x, jobs):
         if not rest_curves:
             for n in group:
                 out[n] = CANDIDATES[n][0]
-            print(f"#   {', '.join(f'{n}={CANDIDATES[n][0]:g}' for n in group)}: the prior, fitted on "
-                  f"{judged['id']} alone  (without {judged['id']})")
+            print(f"#   {', '.join(f'{n}={CANDIDATES[n][0]:g}' for n in group)}: the prior (fitted on "
+                  f"{judged['id']}; none of its other curves is in this run)  (without {judged['id']})")
             continue
         saved = FIT
         FIT = [(n,) + CANDIDATES[n] for n in group]
@@ -394,7 +394,8 @@ def main():
         table(curves, res, f"in sample, fitted on every 'fit' curve: --calib {calib_arg(x)}")
     if a.loo:
         if not FIT:
-            print("# leave one curve out: no constant is fitted (FIT is empty), so it equals the in-sample table")
+            print("# leave one curve out: FIT is empty; only the constants fitted on the judged curve alone (FITTED_ON) "
+                  "go back to their priors")
         held = []
         for c in fitted:
             others = [o for o in fitted if o is not c]

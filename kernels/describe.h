@@ -60,7 +60,7 @@ inline std::string describe_wait(const WaitSite& s) {
     snprintf(buf, sizeof buf, "rank %d channel %d waiting for rank %d to connect", s.rank, s.channel, s.peer);
     return buf;
   }
-  if (s.peer == s.rank) {  // NVLS: the rank is its own peer, the NVSwitch the other end (kernels/nvls.h)
+  if (s.peer == s.rank) {  // NVLS: a wait on the rank's own FIFO, whose other end is the NVSwitch (kernels/nvls.h)
     snprintf(buf, sizeof buf, "rank %d channel %d waiting for %s the NVSwitch for step %llu (%s)", s.rank, s.channel,
              s.for_data ? "data from" : "FIFO credits from", static_cast<unsigned long long>(s.step),
              prim_name(s.prim));

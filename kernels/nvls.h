@@ -131,6 +131,9 @@ struct NvlsConn {
   int step_bytes = 0;                 // bytes per FIFO slot (NCCL_NVLS_CHUNKSIZE)
   char* uc[kMaxNvlsRanks] = {};       // every rank's region, as this rank reaches it
   char* mc = nullptr;                 // the multicast address of the regions (GPU with multimem), or null
+  // The communicator rank of each group member (global_set): what a wait on member i's FIFO names.
+  int global[kMaxNvlsRanks] = {};
+  bool global_set = false;
   // The channel's running steps (the same on every rank): of the reduce FIFOs (AllReduce and
   // ReduceScatter advance them) and of the broadcast FIFOs (AllReduce and AllGather).
   uint64_t step_up = 0;
@@ -139,6 +142,9 @@ struct NvlsConn {
   // link's share of the loop: its part of every head's load-reduce and multicast).
   uint64_t loop_bytes = 0;
 };
+
+// The communicator rank of NVLS group member i (the member's index where the executor gave no map).
+CCLAB_HD inline int nvls_member_rank(const NvlsConn& c, int i) { return c.global_set ? c.global[i] : i; }
 
 // Bytes of one FIFO (header, then NCCL_STEPS slots), of one rank's region, and where FIFOs lie in it.
 CCLAB_HD inline size_t nvls_fifo_bytes(int step_bytes) {
@@ -232,7 +238,7 @@ CCLAB_HD bool nvls_emulate_wait_ge(Exec& ex, const NvlsConn& c, size_t counter_o
                                    const WaitSite& site) {
   for (int r = 0; r < c.nranks; ++r) {
     WaitSite w = site;
-    w.peer = r;
+    w.peer = nvls_member_rank(c, r);
     if (!ex.wait_ge(reinterpret_cast<const ConnCounter*>(c.uc[r] + counter_off), target, w)) return false;
   }
   return true;
@@ -297,8 +303,9 @@ class NvlsSchedule {
   CCLAB_HD T* slot_of(int r, size_t f, uint64_t s) const {
     return reinterpret_cast<T*>(c_.uc[r] + nvls_slot_off(f, s, sb_));
   }
-  CCLAB_HD WaitSite site(int peer, uint64_t step, bool data, PrimKind prim) const {
-    return WaitSite{w_.rank, channel_, peer, step, data, prim};
+  // A wait on group member `member`'s FIFO (a head's): it names that member's communicator rank.
+  CCLAB_HD WaitSite site(int member, uint64_t step, bool data, PrimKind prim) const {
+    return WaitSite{w_.rank, channel_, member < 0 ? member : nvls_member_rank(c_, member), step, data, prim};
   }
   CCLAB_HD void observe(int send_peer, int recv_peer, uint64_t s, PrimKind prim, size_t n, double t0, size_t off,
                         double td) {

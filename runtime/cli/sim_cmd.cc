@@ -1100,6 +1100,9 @@ std::string format_sim_carriers(const sim::SimDegraded& d, const std::string& ra
                          k.channels.size() == 1 ? "" : "s", join(ch, ", ").c_str(), k.from, k.to);
   }
   if (d.carriers.size() > kShown) out += printf_string("; and %zu more edges", d.carriers.size() - kShown);
+  // NVLS, PAT and custom algorithms have no edges here: say so rather than let ring/tree routes stand for them.
+  if (!lower.empty() && lower != "ring" && lower != "tree" && lower != "nvlstree")
+    out += "; " + ran + " ran, whose own transfers are not listed";
   return out;
 }
 

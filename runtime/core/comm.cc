@@ -630,7 +630,9 @@ ncclResult_t connect_nvls(ncclComm_t comm, int nchannels) {
                               transport_name(kind), last_error());
       }
       v.uc[i] = static_cast<char*>(ch.nvls_regions[i]->base());
+      v.global[i] = p;
     }
+    v.global_set = true;
     ch.nvls = v;
   }
   CCLAB_INFO(kLogInit | kLogNvls, "NVLS: %d channels, %d heads of %d ranks, %zu bytes per rank and channel "

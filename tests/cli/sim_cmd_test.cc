@@ -874,6 +874,8 @@ TEST(SimReport, DegradedFabric) {
                                                   "(rank 3 -> 4); ring channels 3, 11 (rank 3 -> 4)", 0),
             0u)
       << format_sim_carriers(e, "Tree");
+  EXPECT_TRUE(contains(format_sim_carriers(e, "NVLS"), "; NVLS ran, whose own transfers are not listed"))
+      << format_sim_carriers(e, "NVLS");
   EXPECT_TRUE(contains(out, size)) << out;
   EXPECT_TRUE(contains(out, "-50.0%")) << out;
   EXPECT_TRUE(format_sim_degraded(healthy, &healthy).empty());

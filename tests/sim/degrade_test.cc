@@ -292,10 +292,14 @@ TEST(DegradeRun, AFailedLinkUnderNvlsGivesTheError) {
     const char* topo;
     const char* algo;
     const char* fail;
-    const char* names;  // in the error: what failed
+    const char* names;    // in the error: what failed
+    const char* through;  // in the error: the waits counted on connections through the failed link
   };
-  for (const Case& c : {Case{"dgx-h100", "nvls", "m0.gpu3@50us", "its NVLS transfer to the NVSwitch failed"},
-                        Case{"dgx-h100:2", "nvlstree", "m0.nic3@50us", "m0.nic3"}}) {
+  // NVLS-Tree on 16 channels: one wait each way on the tree edge between rail 3's heads (ranks 3 and 11)
+  // per channel, 32; a wait on a head's NVLS FIFO named by the head's group index (not its rank) was
+  // counted too (40).
+  for (const Case& c : {Case{"dgx-h100", "nvls", "m0.gpu3@50us", "its NVLS transfer to the NVSwitch failed", ""},
+                        Case{"dgx-h100:2", "nvlstree", "m0.nic3@50us", "m0.nic3", "; 32 on a connection through"}}) {
     SimConfig cfg;
     cfg.topo = c.topo;
     cfg.algo = c.algo;
@@ -308,6 +312,7 @@ TEST(DegradeRun, AFailedLinkUnderNvlsGivesTheError) {
     EXPECT_NE(err.find(c.names), std::string::npos) << err;
     EXPECT_NE(err.find("down (--fail at 50 us)"), std::string::npos) << err;
     EXPECT_NE(err.find("aborted (no hang)"), std::string::npos) << err;
+    EXPECT_NE(err.find(c.through), std::string::npos) << err;
     // A wait on the switch names the switch, not the rank itself as its peer.
     EXPECT_NE(err.find(" the NVSwitch for step "), std::string::npos) << err;
     for (int r = 0; r < 16; ++r)
