@@ -203,8 +203,9 @@ def loss(results):
     return sum(per) / len(per)
 
 
-def fit(cclab, curves, jobs, log=print):
-    """Pattern search over FIT in log space, from the priors. Returns {name: value}."""
+def fit(cclab, curves, jobs, log=print, base=None):
+    """Pattern search over FIT in log space, from the priors, with the constants of `base` (other names) held
+    at its values. Returns {name: value} of FIT's names."""
     if not FIT:
         return {}
     x = {n: p for n, p, _, _ in FIT}
@@ -214,7 +215,7 @@ def fit(cclab, curves, jobs, log=print):
     def loss_at(v):
         key = calib_arg(v)
         if key not in seen:
-            seen[key] = loss(evaluate(cclab, curves, v, jobs))
+            seen[key] = loss(evaluate(cclab, curves, {**(base or {}), **v}, jobs))
             print(f"#     loss {seen[key]:.5f} at {key}", file=sys.stderr, flush=True)
         return seen[key]
 
@@ -399,8 +400,10 @@ def main():
         held = []
         for c in fitted:
             others = [o for o in fitted if o is not c]
-            x = fit(a.cclab, others, a.jobs, log=lambda s, c=c: print(s + f"  (without {c['id']})"))
-            x.update(refit_without(a.cclab, curves, c, x, a.jobs))
+            # The constants fitted on c alone go back to their priors first, so that FIT is fitted beside them.
+            over = refit_without(a.cclab, curves, c, {n: None for n, _, _, _ in FIT}, a.jobs)
+            x = fit(a.cclab, others, a.jobs, log=lambda s, c=c: print(s + f"  (without {c['id']})"), base=over)
+            x.update(over)
             held.append(evaluate(a.cclab, [c], x, a.jobs)[0])
         if fitted:
             table(fitted, held, "leave one curve out: each curve judged with constants fitted on the others")
