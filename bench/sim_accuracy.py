@@ -243,11 +243,12 @@ def fit(cclab, curves, jobs, log=print, base=None):
     return x
 
 
-def refit_without(cclab, curves, judged, x, jobs):
-    """The FITTED_ON constants fitted on `judged`: fitted again on the rest of their curves, or at their
-    priors where none is left (leave one curve out). Returns {name: value} to apply over x."""
+def refit_without(cclab, curves, judged, jobs):
+    """The FITTED_ON constants fitted on `judged` (FIT's own are refitted by the caller): fitted again on the
+    rest of their curves, or at their priors where none is left (leave one curve out). Returns {name: value}."""
     global FIT
-    names = [n for n, on in FITTED_ON.items() if judged["id"] in on and n not in x]
+    fitted = {n for n, _, _, _ in FIT}
+    names = [n for n, on in FITTED_ON.items() if judged["id"] in on and n not in fitted]
     out = {}
     by_rest = {}
     for n in names:
@@ -401,7 +402,7 @@ def main():
         for c in fitted:
             others = [o for o in fitted if o is not c]
             # The constants fitted on c alone go back to their priors first, so that FIT is fitted beside them.
-            over = refit_without(a.cclab, curves, c, {n: None for n, _, _, _ in FIT}, a.jobs)
+            over = refit_without(a.cclab, curves, c, a.jobs)
             x = fit(a.cclab, others, a.jobs, log=lambda s, c=c: print(s + f"  (without {c['id']})"), base=over)
             x.update(over)
             held.append(evaluate(a.cclab, [c], x, a.jobs)[0])

@@ -61,26 +61,22 @@ bool World::setup_degradation(std::string* error) {
         const int r = ring[i], next = ring[(i + 1) % nranks_];
         if (crosses(ch, r, next)) edges[std::make_tuple(0, r, next)].push_back(ch);
       }
+      // A tree's edges both ways: Tree's, and NVLS-Tree's between the machines' heads (its NVLS part stays
+      // inside a machine).
+      auto tree_edges = [&](int kind, int r, int up) {
+        if (up < 0) return;
+        if (crosses(ch, r, up)) edges[std::make_tuple(kind, r, up)].push_back(ch);
+        if (crosses(ch, up, r)) edges[std::make_tuple(kind, up, r)].push_back(ch);
+      };
       for (int r = 0; r < nranks_; ++r) {
-        const int up = plan_[ch].tree[r].up;
-        if (up < 0) continue;
-        if (crosses(ch, r, up)) edges[std::make_tuple(1, r, up)].push_back(ch);
-        if (crosses(ch, up, r)) edges[std::make_tuple(1, up, r)].push_back(ch);
-      }
-      // NVLS-Tree's tree between the machines' heads (the NVLS part stays inside a machine).
-      for (int r = 0; r < nranks_ && nvls_tree_; ++r) {
-        const int up = nvls_tree_links(nvls_g_, r, ch).up;
-        if (up < 0) continue;
-        if (crosses(ch, r, up)) edges[std::make_tuple(2, r, up)].push_back(ch);
-        if (crosses(ch, up, r)) edges[std::make_tuple(2, up, r)].push_back(ch);
+        tree_edges(1, r, plan_[ch].tree[r].up);
+        if (nvls_tree_) tree_edges(2, r, nvls_tree_links(nvls_g_, r, ch).up);
       }
     }
+    static const char* const kKinds[] = {"ring", "tree", "nvlstree"};
     for (const auto& e : edges)
-      g.carriers.push_back(SimDegraded::Carrier{std::get<0>(e.first) == 0   ? "ring"
-                                                : std::get<0>(e.first) == 1 ? "tree"
-                                                                            : "nvlstree",
-                                                std::get<1>(e.first),
-                                                std::get<2>(e.first), e.second});
+      g.carriers.push_back(
+          SimDegraded::Carrier{kKinds[std::get<0>(e.first)], std::get<1>(e.first), std::get<2>(e.first), e.second});
     degraded_.push_back(std::move(g));
   }
   if (!d.stragglers.empty()) {

@@ -749,9 +749,10 @@ NvlsConn& World::nvls_conn(int channel, int rank, int space) {
       v.nheads = nvls_g_.nheads;
       v.rank = nvls_g_.index[r];
       v.step_bytes = nvls_step_bytes_;
+      const std::vector<int>& members = nvls_g_.group[nvls_g_.group_of[r]];
       for (int q = 0; q < gsize; ++q) {
-        v.uc[q] = m.region[nvls_g_.group[nvls_g_.group_of[r]][q]].get();
-        v.global[q] = nvls_g_.group[nvls_g_.group_of[r]][q];
+        v.uc[q] = m.region[members[q]].get();
+        v.global[q] = members[q];
       }
       v.global_set = true;
     }
