@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/lab.sh - the labs (labs/README.md) in one command: installs what is missing, builds the `cclab`
-# tool alone (the first time: about 4-5 minutes on 2 cores; afterwards seconds), then runs `cclab lab ARGS`.
+# tool alone (the first time: about 3-4 minutes on 2 cores; afterwards seconds), then runs `cclab lab ARGS`.
 #
 #   scripts/lab.sh                   the labs and where you are (cclab lab list)
 #   scripts/lab.sh run 01            run your lab 1 code once
