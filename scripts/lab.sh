@@ -22,4 +22,16 @@ cclab="$build/runtime/cli/cclab"
 if [ "$1" = "viz" ] && [ -z "${DISPLAY:-}" ] && [[ " $* " == *" --screenshot "* ]] && command -v xvfb-run >/dev/null; then
   exec xvfb-run -a -s "-screen 0 1600x1000x24" "$cclab" lab "$@"
 fi
+# The labs' READMEs type `cclab`: say how, under the table, while another cclab (or none) is on PATH.
+path_hint() {
+  [ "$(command -v cclab 2>/dev/null)" = "$cclab" ] ||
+    printf '\ncclab is %s: to type `cclab` as the labs do, in this shell and each new one:\n  export PATH="%s:$PATH"\n' \
+      "$cclab" "$(dirname "$cclab")" >&2
+}
+if [ "$1" = "list" ]; then
+  rc=0
+  "$cclab" lab "$@" || rc=$?
+  path_hint
+  exit "$rc"
+fi
 exec "$cclab" lab "$@"

@@ -249,6 +249,13 @@ int run_screenshot(VizState* s, std::string* error) {
       return 1;
     }
   }
+  // Say what was written: a headless run otherwise ends in silence, and a student cannot tell it worked.
+  if (s->drawn.view == View::kCurves)
+    std::printf("wrote %s (%d x %d pixels, the curves view)\n", s->opt.screenshot.c_str(), w, h);
+  else
+    std::printf("wrote %s (%d x %d pixels, the %s view at %.3f us)\n", s->opt.screenshot.c_str(), w, h,
+                view_name(s->drawn.view), s->drawn.at_us);
+  std::fflush(stdout);
   return 0;
 }
 

@@ -13,6 +13,7 @@
  *           (r - s + n) % n and (r - s - 1 + n) % n (and in TODO 2).
  *   TODO 2  all-gather: n-1 more steps. In step s rank r sends chunk (r + 1 - s) mod n to rank r+1 and
  *           receives chunk (r - s) mod n from rank r-1, straight into recvbuff: it is already final.
+ *           (The send and the receive are different chunks of recvbuff, so one group may do both.)
  *   TODO 3  chunk_of: cut count elements into n chunks that cover all of them, even when n does not
  *           divide count (and when count < n, where some chunks are empty).
  *
@@ -35,7 +36,9 @@
 
 /* Chunk c (0 <= c < n) of count elements: its first element and its length.
  * TODO 3: this is right only when n divides count. Make the chunks cover all count elements: for
- * instance, give the first count % n chunks one element more. */
+ * instance, give the first count % n chunks one element more. Chunk c then starts where chunk c-1
+ * ends: after c chunks of count / n elements, plus one element for each of the chunks before it that
+ * got one more. */
 static void chunk_of(size_t count, int n, int c, size_t* start, size_t* len) {
   *start = (size_t)c * (count / (size_t)n);
   *len = count / (size_t)n;
@@ -52,7 +55,7 @@ ncclResult_t lab_ring_allreduce(const float* sendbuff, float* recvbuff, size_t c
   /* Every rank starts from its own input; the ring then adds the others' into recvbuff. */
   if (recvbuff != sendbuff) memcpy(recvbuff, sendbuff, count * sizeof(float));
 
-  /* Room for the largest chunk a step receives. */
+  /* Room for the largest chunk a step receives: count/n + 1 elements, enough after TODO 3 too. */
   scratch = malloc((count / (size_t)n + 1) * sizeof(float));
   if (scratch == NULL) return ncclSystemError;
 

@@ -217,6 +217,19 @@ TEST(Screenshot, AtAPercentage) {
   EXPECT_EQ(color_of((*busy)["color"]), kSaturated);
 }
 
+// A headless run says what it wrote (students ran it, saw nothing and could not tell it had worked).
+TEST(Screenshot, SaysWhatItWrote) {
+  const std::string tr = write_synthetic(viz_test::small_trace(), "small_said.cctrace");
+  const std::string png = tmp_dir() + "/said.png";
+  testing::internal::CaptureStdout();
+  const int rc = viz_main({tr, "--screenshot", png, "--at", "40%", "--view", "timeline", "--size", "640x400"});
+  const std::string out = testing::internal::GetCapturedStdout();
+  ASSERT_EQ(rc, 0);
+  EXPECT_EQ(out, "wrote " + png + " (640 x 400 pixels, the timeline view at 40.000 us)\n");
+  std::ifstream written(png, std::ios::binary);
+  EXPECT_TRUE(written.good()) << png;
+}
+
 TEST(Screenshot, NvlsSwitchStepsMoveThroughTheSwitch) {
   // At 3 us every rank's head step is in its first half: its slot goes up from every GPU (load-reduce)
   // and from the head (the multicast's source) - 4 x (4 + 1) chunks on the GPU -> switch links; at 7 us
