@@ -10,11 +10,18 @@
 #
 # cclab itself is build/runtime/cli/cclab: `export PATH="$PWD/build/runtime/cli:$PATH"` and the labs'
 # READMEs' commands (`cclab lab check 01`, `cclab sim ...`) work as written.
-# Environment: CCLAB_BUILD_DIR (default build/).
+# Environment: CCLAB_BUILD_DIR (default build/), CCLAB_LABS_WORK (default BUILD/labs: builds, logs, the
+# labs' status and course_started, the time this script first ran).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${CCLAB_BUILD_DIR:-$root/build}"
 source "$root/scripts/cuda_opts.sh"
+# The course's clock: the first time this script runs, before the first build (`cclab lab list` says how
+# long lab 1 took to pass from here, the build included).
+work="${CCLAB_LABS_WORK:-$build/labs}"
+if [ ! -s "$work/course_started" ]; then
+  mkdir -p "$work" && date +%s >"$work/course_started"
+fi
 CCLAB_TARGETS="cclab_cli" "$root/scripts/setup.sh" "$build" "${cuda_opts[@]}" >&2
 cclab="$build/runtime/cli/cclab"
 (($#)) || set -- list

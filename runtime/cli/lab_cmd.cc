@@ -2,6 +2,7 @@
 // every lab's checks use: commands and functions in child processes with time limits, the student's
 // build, answers files.
 #include "lab_cmd.h"
+#include "lab_progress.h"
 
 #include "perf_options.h"
 
@@ -797,7 +798,7 @@ CheckResult check_size_answer(const Answers& a, const std::string& answers_path,
 // ---- The command ------------------------------------------------------------------------------------
 
 std::string lab_usage() {
-  return "usage: cclab lab list\n"
+  return "usage: cclab lab list [--json]\n"
          "       cclab lab check NN [--json] [--timeout S]\n"
          "       cclab lab run NN [lab flags: see cclab lab run NN --help]\n"
          "       cclab lab viz NN [--screenshot OUT.png] [cclab viz flags]\n"
@@ -812,7 +813,8 @@ std::string lab_usage() {
          "  --labs DIR      the labs folder (default: CCLAB_LABS_DIR, or the source tree's labs/)\n"
          "  --work DIR      builds, logs, traces, status (default: CCLAB_LABS_WORK, or BUILD/labs)\n"
          "  --timeout S     limit of every check, in seconds (default: each check's own)\n"
-         "  --json          check: the results as JSON on stdout (for instructors)\n";
+         "  --json          check: the results as JSON on stdout (for instructors); list: every lab's status,\n"
+         "                  with when it was started and first passed (seconds since the epoch)\n";
 }
 
 namespace {
@@ -987,17 +989,20 @@ int cmd_list(const Common& c) {
     std::fprintf(stderr, "cclab lab list: unexpected argument '%s'\n", c.rest[0].c_str());
     return kLabExitUsage;
   }
-  std::printf("%-4s %-36s %s\n", "lab", "title", "status (from the last `cclab lab check NN`)");
+  const long long course_start = course_started(c.work.empty() ? default_work_root() : c.work);
+  if (!c.json) std::printf("%-4s %-36s %s\n", "lab", "title", "status (from the last `cclab lab check NN`)");
+  nlohmann::json labs = nlohmann::json::array();
+  bool first_lab = true;
   for (const auto& lab : all_labs()) {
     std::string status;
+    nlohmann::json s = nlohmann::json::object();
     if (!lab.written) {
       status = "not written yet";
     } else {
       const LabEnv e = make_env(lab, c);
-      std::ifstream f(status_path(e));
-      const nlohmann::json s = f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
-      if (!s.is_object() || !s.contains("passed")) {
-        status = "not started";
+      s = read_status(status_path(e));
+      if (!s.contains("passed")) {
+        status = s.contains("started") ? "started (run, not checked yet)" : "not started";
       } else {
         const int passed = s.value("checks_passed", 0), total = s.value("checks", 0);
         status = std::string(s.value("passed", false) ? "passing" : "failing") + " (" + std::to_string(passed) +
@@ -1007,7 +1012,33 @@ int cmd_list(const Common& c) {
           status += " [" + shown_path(dir) + "]";
       }
     }
-    std::printf("%-4s %-36s %s\n", lab.number.c_str(), lab.title.c_str(), status.c_str());
+    // How long it took to pass: lab 1 from scripts/lab.sh's first run (the build included), every lab
+    // from its first run or check, to the first check that passed.
+    const TimeToPass t = time_to_pass(s, course_start, first_lab);
+    if (t.known)
+      status += "; first passed " + duration_text(t.seconds) + " after " +
+                (t.from_course_start ? std::string("scripts/lab.sh first ran")
+                                     : "its first `cclab lab run/check " + lab.number + "`");
+    if (lab.written) first_lab = false;
+    if (c.json) {
+      nlohmann::json j = s;
+      j["lab"] = lab.number;
+      j["title"] = lab.title;
+      j["written"] = lab.written;
+      j["status"] = status;
+      if (t.known) {
+        j["seconds_to_pass"] = t.seconds;
+        j["timed_from"] = t.from_course_start ? "scripts/lab.sh" : "first run or check";
+      }
+      labs.push_back(j);
+    } else {
+      std::printf("%-4s %-36s %s\n", lab.number.c_str(), lab.title.c_str(), status.c_str());
+    }
+  }
+  if (c.json) {
+    nlohmann::json out = {{"labs", labs}};
+    if (course_start > 0) out["course_started"] = course_start;
+    std::printf("%s\n", out.dump(2).c_str());
   }
   return kLabExitOk;
 }
@@ -1080,16 +1111,19 @@ int cmd_check(const Common& c) {
   for (const auto& r : results) passed += r.passed ? 1 : 0;
   const bool all = passed == static_cast<int>(results.size()) && !results.empty();
   const double seconds = now_s() - start;
-  nlohmann::json status = {
-      {"lab", lab->number},      {"passed", all},     {"checks", results.size()},
-      {"checks_passed", passed}, {"when", now_iso()}, {"dir", fs::absolute(e.student_dir).lexically_normal().string()}};
   // `cclab lab list` reports the student's own checks: an instructor's --json check of another folder
   // without its own --work leaves the student's status alone.
   const bool own_status = !c.json || !c.work.empty() || c.dir.empty();
-  if (own_status) {
-    std::ofstream f(status_path(e));
-    f << status.dump(2) << "\n";
-  }
+  // The status keeps what earlier runs and checks noted (when the lab was started, first passed).
+  nlohmann::json status = own_status ? read_status(status_path(e)) : nlohmann::json::object();
+  status["lab"] = lab->number;
+  status["passed"] = all;
+  status["checks"] = results.size();
+  status["checks_passed"] = passed;
+  status["when"] = now_iso();
+  status["dir"] = fs::absolute(e.student_dir).lexically_normal().string();
+  note_check(&status, all, static_cast<long long>(time(nullptr)));
+  if (own_status) write_status(status_path(e), status);
   const std::string trace = e.work_dir + "/" + lab->trace_file;
   const bool have_trace = !lab->trace_file.empty() && fs::exists(trace);
   if (c.json) {
@@ -1119,6 +1153,12 @@ int cmd_run(const Common& c) {
   if (!lab) return code;
   const LabEnv e = make_env(*lab, c);
   if (!make_work_dir(e, "run")) return kLabExitUsage;
+  // The lab's clock starts at its first run or check (`cclab lab list`: how long it took to pass).
+  nlohmann::json status = read_status(status_path(e));
+  if (!status.contains("started")) {
+    note_started(&status, static_cast<long long>(time(nullptr)));
+    write_status(status_path(e), status);
+  }
   return lab->run(e, std::vector<std::string>(c.rest.begin() + 1, c.rest.end()));
 }
 

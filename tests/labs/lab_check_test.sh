@@ -11,12 +11,14 @@
 #   crash           a write far past recvbuff: "crashed with SIGSEGV", the check after it still runs
 #   usage           `cclab lab run --help` (no lab number) prints the usage; a wrong lab number says so
 #   solution        labs/solutions/01-ring-allreduce passes every check; `lab list` says passing; `lab run` works
+#   timing          `lab list` (and --json) says how long lab 1 took to pass: from scripts/lab.sh's first run
+#                   (course_started) or the lab's first run or check, to the first passing check
 #   remainder       the solution with chunks that ignore count % n: the TODO 3 hint
 #   answers         the solution with wrong answers: those checks fail, the others pass
 #   split           the solution with each step in two groups of half a chunk: exact, but check 8 fails
 #                   (1.17x the 14 steps of NCCL's send/recv, at most 1.1x) with its hint; ring_busbw (the
 #                   solution's answer) fails too
-# The last four need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
+# The last five need labs/solutions/ (tests/labs/CMakeLists.txt adds them only when it exists).
 set -u
 case="$1" cclab="$2" src="$3" work="$4/$case"
 lab="$src/labs/01-ring-allreduce"
@@ -187,6 +189,41 @@ PY
     expect "14 steps of NCCL's send/recv of 2 MiB"
     expect "1.17x (at most 1.1x)"
     expect "a step in several groups"
+    ;;
+  timing)
+    # How long lab 1 took to pass: from scripts/lab.sh's first run (course_started, here 30 min 30 s
+    # ago), to the first passing check; a later failing check keeps it. Without course_started, from the
+    # lab's first run or check.
+    echo $(($(date +%s) - 1830)) >"$work/course_started"
+    "$cclab" lab run 01 --dir "$(skeleton)" --work "$work" >"$out" 2>&1
+    "$cclab" lab list --work "$work" >"$out" 2>&1 || fail "cclab lab list failed"
+    expect "01 Ring all_reduce by hand started (run, not checked yet)"
+    check "$(skeleton)"
+    expect_rc 1
+    "$cclab" lab list --work "$work" >"$out" 2>&1
+    expect "failing (1 of 12 checks"
+    expect_absent "first passed"
+    check "$solution"
+    expect_rc 0
+    check "$(skeleton)"
+    expect_rc 1
+    "$cclab" lab list --work "$work" >"$out" 2>&1
+    expect "failing (1 of 12 checks"
+    expect "; first passed 30 min after scripts/lab.sh first ran"
+    "$cclab" lab list --work "$work" --json >"$out" 2>&1 || fail "cclab lab list --json failed"
+    python3 - "$out" <<'PY' || fail "lab list --json is not what it should be"
+import json, sys
+j = json.load(open(sys.argv[1]))
+l1 = j["labs"][0]
+assert l1["lab"] == "01" and l1["passed"] is False and l1["checks_run"] == 3, l1
+assert 1830 <= l1["seconds_to_pass"] <= 1830 + 120, l1
+assert l1["timed_from"] == "scripts/lab.sh" and l1["first_passed"] - j["course_started"] == l1["seconds_to_pass"], l1
+assert l1["started"] <= l1["first_passed"], l1
+assert all(l["status"] == "not started" and "seconds_to_pass" not in l for l in j["labs"][1:]), j["labs"][1:]
+PY
+    rm "$work/course_started"
+    "$cclab" lab list --work "$work" >"$out" 2>&1
+    expect "; first passed under 1 min after its first \`cclab lab run/check 01\`"
     ;;
   usage)
     # --help before a lab number (or without one) is the usage, exit 0; otherwise a lab number comes first.
