@@ -39,11 +39,11 @@ if [ "${1:-}" = "--pat" ]; then
       --no-progress >/dev/null
   done
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/all_gather.cctrace" --size "$size" --view channels \
-    --at 30% --channel 0 --screenshot "$out/viz-pat-all-gather-channels.png" && echo "wrote $out/viz-pat-all-gather-channels.png"
+    --at 30% --channel 0 --screenshot "$out/viz-pat-all-gather-channels.png"
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/reduce_scatter.cctrace" --size "$size" --view channels \
-    --at 30% --channel 0 --screenshot "$out/viz-pat-reduce-scatter-channels.png" && echo "wrote $out/viz-pat-reduce-scatter-channels.png"
+    --at 30% --channel 0 --screenshot "$out/viz-pat-reduce-scatter-channels.png"
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/all_gather.cctrace" --size "$size" --view timeline \
-    --at 30% --screenshot "$out/viz-pat-all-gather-timeline.png" && echo "wrote $out/viz-pat-all-gather-timeline.png"
+    --at 30% --screenshot "$out/viz-pat-all-gather-timeline.png"
   exit 0
 fi
 
@@ -59,7 +59,6 @@ if [ "${1:-}" = "--labs" ]; then
     local png="$1"
     shift
     xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 01 --work "$tmp" "$@" --screenshot "$png"
-    echo "wrote $png"
   }
   labshot "$lab1/ring-timeline.png" --view timeline --at 30%
   labshot "$lab1/ring-topology.png" --view topology --at 30%
@@ -67,28 +66,26 @@ if [ "${1:-}" = "--labs" ]; then
     "$cclab" lab run 01 --ranks 8 --size 16M --nccl >/dev/null
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/nccl.cctrace" --view topology --at 50% \
     --screenshot "$lab1/nccl-topology.png"
-  echo "wrote $lab1/nccl-topology.png"
   # Lab 2: the skeleton's one-piece broadcast (its own check's trace), then the solution's pipeline.
   l2="$root/labs/02-pipelining/images" && mkdir -p "$l2"
   "$cclab" lab check 02 --work "$tmp/skeleton" >/dev/null || true  # fails (the skeleton is slow); its trace is what counts
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 02 --work "$tmp/skeleton" --view timeline --at 50% \
-    --screenshot "$l2/one-piece-timeline.png" && echo "wrote $l2/one-piece-timeline.png"
+    --screenshot "$l2/one-piece-timeline.png"
   "$cclab" lab check 02 --dir "$root/labs/solutions/02-pipelining" --work "$tmp" >/dev/null ||
     die "lab 2's solution does not pass its check"
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" lab viz 02 --work "$tmp" --view timeline --at 50% \
-    --screenshot "$l2/pipeline-timeline.png" && echo "wrote $l2/pipeline-timeline.png"
+    --screenshot "$l2/pipeline-timeline.png"
   for p in LL LL128 Simple; do "$cclab" sim all_reduce --topo dgx-h100 -b 1K -e 256M -f 2 --algo ring --proto $p --csv "$tmp/$p.csv" --no-progress >/dev/null; done
-  (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png") && echo "wrote labs/03-protocols/images/protocols-curves.png"
-  l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png" && echo "wrote $l4/tree-channels.png $l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)
-  l5="$root/labs/05-topology-channels/images" && mkdir -p "$l5" && "$cclab" sim all_reduce --topo pcie-8gpu-2socket:2 -b 64M --trace "$tmp/pcie.cctrace" --no-progress >/dev/null && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/pcie.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l5/pcie-topology.png" && echo "wrote $l5/pcie-topology.png"  # lab 5 (its README's commands)
+  (cd "$tmp" && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz --curves LL.csv --curves LL128.csv --curves Simple.csv --view curves --screenshot "$root/labs/03-protocols/images/protocols-curves.png")
+  l4="$root/labs/04-ring-vs-tree/images" && "$cclab" sim all_reduce --topo dgx-h100:4 -b 1M --algo tree --trace "$tmp/tree.cctrace" --no-progress >/dev/null && xvfb-run -a "$cclab" viz "$tmp/tree.cctrace" --view channels --at 50% --size 1400x900 --screenshot "$l4/tree-channels.png" && for a in ring tree; do "$cclab" sim all_reduce --topo dgx-h100:4 -b 64K -e 256M --level flow --algo $a --csv "$tmp/$a.csv" --no-progress >/dev/null; done && xvfb-run -a "$cclab" viz --curves "$tmp/ring.csv" --curves "$tmp/tree.csv" --view curves --size 1400x800 --screenshot "$l4/ring-vs-tree-curves.png"  # lab 4 (its README's commands)
+  l5="$root/labs/05-topology-channels/images" && mkdir -p "$l5" && "$cclab" sim all_reduce --topo pcie-8gpu-2socket:2 -b 64M --trace "$tmp/pcie.cctrace" --no-progress >/dev/null && xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/pcie.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l5/pcie-topology.png"  # lab 5 (its README's commands)
   # Lab 6 (its README's commands): rail-aligned rings on 4 DGX H100s with 4 NICs at 2:1 (the spine idle), and lab 5's
-  # server on 4 machines at 2:1 (its rings change rails: the spine full).
+  # server on 4 machines at 2:1 (its rings change rails: the spine the busiest links).
   l6="$root/labs/06-across-nodes/images" && mkdir -p "$l6" &&
     "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M --nics-per-node 4 --oversubscription 2 --trace "$tmp/rails.cctrace" --no-progress >/dev/null &&
     xvfb-run -a "$cclab" viz "$tmp/rails.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l6/rails-topology.png" &&
     "$cclab" sim all_reduce --topo pcie-8gpu-2socket:4 -b 64M --oversubscription 2 --trace "$tmp/crossnic.cctrace" --no-progress >/dev/null &&
-    xvfb-run -a "$cclab" viz "$tmp/crossnic.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l6/crossnic-topology.png" &&
-    echo "wrote $l6/rails-topology.png $l6/crossnic-topology.png"
+    xvfb-run -a "$cclab" viz "$tmp/crossnic.cctrace" --view topology --at 50% --size 1400x900 --screenshot "$l6/crossnic-topology.png"
   # Lab 8 (its README's commands): the reference solution's plugin, then the curves and the topology view.
   l8="$root/labs/08-your-own-algorithm/images" && mkdir -p "$l8"
   "$cclab" lab check 08 --dir "$root/labs/solutions/08-your-own-algorithm" --work "$tmp/l8" >/dev/null ||
@@ -103,7 +100,7 @@ if [ "${1:-}" = "--labs" ]; then
       --size 1400x800 --screenshot "$l8/rhd-curves.png"
     "$cclab" sim all_reduce --topo dgx-h100:4 -b 64M -e 64M --algo MyAllReduce --trace rhd.cctrace --no-progress >/dev/null
     xvfb-run -a "$cclab" viz rhd.cctrace --view topology --at 15% --size 1400x900 --screenshot "$l8/rhd-topology.png"
-  ) && echo "wrote $l8/rhd-curves.png $l8/rhd-topology.png"
+  )
   # Lab 7 (its README's commands): the grader's step with 64 KiB buckets, then the reference solution's.
   l7="$root/labs/07-debugging/images" && mkdir -p "$l7"
   (
@@ -117,7 +114,7 @@ if [ "${1:-}" = "--labs" ]; then
       xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz $t.cctrace --view timeline --at 50% --size 1400x800 \
         --screenshot "$l7/$t-timeline.png" || exit 1
     done
-  ) && echo "wrote $l7/slow-timeline.png $l7/fast-timeline.png"
+  )
   exit 0
 fi
 
@@ -129,7 +126,6 @@ if [ "${1:-}" = "--degraded" ]; then
     --degrade m0.nic3=0.5 --degrade m1.gpu5=0.25@200us --trace "$tmp/degraded.cctrace" >/dev/null
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$tmp/degraded.cctrace" --size "$size" --view topology \
     --at 60% --screenshot "$out/viz-degraded.png"
-  echo "wrote $out/viz-degraded.png"
   exit 0
 fi
 
@@ -181,7 +177,6 @@ shot() {  # shot NAME TRACE ARGS...
   local name="$1" trace="$2"
   shift 2
   xvfb-run -a -s "-screen 0 ${size}x24" "$cclab" viz "$trace" --size "$size" --screenshot "$out/$name.png" "$@"
-  echo "wrote $out/$name.png"
 }
 shot viz-topology "$ring" --view topology --at 45%
 shot viz-channels "$ring" --view channels --at 45%
