@@ -198,6 +198,13 @@ std::string shown_path(const std::string& path) {
   return rel.string();
 }
 
+std::string where_flags(const LabEnv& env) {
+  std::string s;
+  if (env.student_dir != env.lab_dir) s += " --dir " + shown_path(env.student_dir);
+  if (!env.work_given.empty()) s += " --work " + shown_path(env.work_given);
+  return s;
+}
+
 std::string format_double(double v, int precision) {
   char b[64];
   std::snprintf(b, sizeof b, "%.*f", precision, v);
@@ -732,6 +739,20 @@ bool answer_number(const Answers& a, const std::string& key, double* value, std:
   return true;
 }
 
+namespace {
+// An answer the grader has no value of its own to compare with. A check the answer waits for ("needs ...":
+// the student's code must pass it first) skips it; any other reason is the build's fault, not the answer's.
+void no_grader_value(const std::string& what, const std::string& fail_why, CheckResult* c) {
+  if (starts_with(fail_why, "needs ")) {
+    c->skipped = true;
+    c->detail = "skipped: " + fail_why;
+  } else {
+    c->detail = what + ": " + fail_why;
+    c->hint = "this is not your answer's fault: check the cclab build";
+  }
+}
+}  // namespace
+
 CheckResult check_answer(const Answers& a, const std::string& answers_path, const std::string& key,
                          const std::string& what, bool have_want, double want, double tolerance,
                          const std::string& fail_why, const std::string& hint) {
@@ -745,8 +766,7 @@ CheckResult check_answer(const Answers& a, const std::string& answers_path, cons
     c.hint = "write the line `" + key + " = YOUR ANSWER` in " + shown_path(answers_path) +
              " (the lab's README.md, \"Questions\")";
   } else if (!have_want) {
-    c.detail = what + ": " + fail_why;
-    c.hint = "this is not your answer's fault: check the cclab build";
+    no_grader_value(what, fail_why, &c);
   } else if (std::fabs(v - want) <= tolerance * std::fabs(want) + 1e-9) {
     c.passed = true;
     c.detail = what + ": " + a.values.at(key) + " is right" +
@@ -783,8 +803,7 @@ CheckResult check_size_answer(const Answers& a, const std::string& answers_path,
     return c;
   }
   if (!have_want) {
-    c.detail = what + ": " + fail_why;
-    c.hint = "this is not your answer's fault: check the cclab build";
+    no_grader_value(what, fail_why, &c);
   } else if (v == want) {
     c.passed = true;
     c.detail = what + ": " + it->second + " is right";
@@ -916,6 +935,7 @@ LabEnv make_env(const Lab& lab, const Common& c) {
   e.cc = env_or("CC", CCLAB_LAB_CC);
   e.timeout_s = c.timeout_s;
   e.progress = !c.json;
+  e.work_given = c.work;
   return e;
 }
 
@@ -1167,8 +1187,16 @@ int cmd_viz(const Common& c, const std::function<int(const std::vector<std::stri
   const Lab* lab = lab_arg(c, "viz", &code);
   if (!lab) return code;
   const LabEnv e = make_env(*lab, c);
+  if (lab->trace_file.empty()) {
+    std::fprintf(stderr,
+                 "cclab lab viz: lab %s (%s) has no run of yours to watch: its checks do not run your code in the "
+                 "simulator. Its README's pictures come from `cclab sim ... --trace` or `--csv` runs, which `cclab "
+                 "viz` opens (labs/%s/README.md)\n",
+                 lab->number.c_str(), lab->title.c_str(), lab->folder.c_str());
+    return kLabExitUsage;
+  }
   const std::string trace = e.work_dir + "/" + lab->trace_file;
-  if (lab->trace_file.empty() || !fs::exists(trace)) {
+  if (!fs::exists(trace)) {
     std::fprintf(stderr,
                  "cclab lab viz: no trace at %s yet: `cclab lab check %s` writes it when your code runs in the "
                  "simulator\n",

@@ -60,6 +60,7 @@ struct LabEnv {
   std::string cc;           // the C compiler
   double timeout_s = 0;     // --timeout: every check's limit (0: each check's own default)
   bool progress = true;     // print each check's row as it finishes (false with --json)
+  std::string work_given;   // --work as given ("" when the default): repeated in commands to retype
 };
 
 // A lab of the course (labs/labs.cc).
@@ -237,6 +238,9 @@ void print_run_time(double us, bool simulated);
 std::string format_double(double v, int precision);
 // path relative to the current folder when it is below it (what a student typed), else absolute.
 std::string shown_path(const std::string& path);
+// " --dir DIR --work DIR" as far as the check was given them: what a "run it alone" command needs to
+// run the same files and build in the same place.
+std::string where_flags(const LabEnv& env);
 
 // The `cclab lab` command (arguments after "lab"). viz_main runs `cclab viz` with its arguments (null:
 // this build has no visualiser).

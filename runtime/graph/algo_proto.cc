@@ -70,8 +70,11 @@ class ListParser {
 
  private:
   std::string valid_names() const {
-    return std::string("; valid ") + spec_.kind + "s are " + join_names(spec_.names, spec_.count) +
-           " (case-insensitive)";
+    std::string s = std::string("; valid ") + spec_.kind + "s are " + join_names(spec_.names, spec_.count) +
+                    " (case-insensitive)";
+    // A custom algorithm's name is valid only once its plugin is loaded (docs/custom-algorithms.md).
+    if (std::string(spec_.kind) == "algorithm") s += ", and a custom algorithm's name once CCLAB_ALGO_PLUGIN loads it";
+    return s;
   }
   std::string valid_colls() const {
     return std::string("; valid collectives are ") + join_names(kCollNames, kNumColls) + " (case-insensitive)";

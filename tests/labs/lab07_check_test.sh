@@ -40,7 +40,7 @@ case "$case" in
     expect "compile train_step.c pass"
     expect "host backend, 2 ranks, 5 steps FAIL"
     expect "waiting for data from rank 1"
-    expect "is a nccl call inside an \`if\` that only some ranks take (TODO 1)?"
+    expect "is a nccl call inside an \`if\` that only some ranks take (TODO 1), or do the ranks walk the buckets"
     expect "skipped: your code hung with 2 ranks (above); fix that first"
     expect "simulator: 8 ranks, dgx-h100, 16 MiB, exact FAIL"
     expect "deadlocked"

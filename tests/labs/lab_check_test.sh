@@ -116,6 +116,9 @@ PY
     expect_rc 1
     expect "crashed with SIGSEGV"
     expect "run it alone: cclab lab run 01 --ranks 2 --size 4"
+    # ... with the --dir and --work the check was given, so that it runs the same files in the same place.
+    tr '\n' ' ' <"$out" | tr -s ' ' | grep -q "run it alone: cclab lab run 01 --ranks 2 --size 4 --dir [^ ]* --work [^ ]* " ||
+      fail "the command to run it alone lacks the check's --dir and --work"
     expect "host backend, 3 ranks, 8 calls"
     ;;
   solution)

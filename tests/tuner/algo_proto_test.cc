@@ -281,6 +281,8 @@ constexpr const char* kValidColls = "valid collectives are AllReduce, Broadcast,
 
 TEST(ParseInvalid, UnknownName) {
   expect_invalid(true, "rings", {"unknown algorithm \"rings\"", kValidAlgos});
+  // A custom algorithm's name (lab 8's MyAllReduce) is unknown until its plugin is loaded: say how.
+  expect_invalid(true, "MyAllReduce", {"unknown algorithm \"MyAllReduce\"", "once CCLAB_ALGO_PLUGIN loads it"});
   expect_invalid(true, "ring,foo", {"unknown algorithm \"foo\"", kValidAlgos});
   expect_invalid(true, "collnet", {"unknown algorithm \"collnet\"", kValidAlgos});  // pre-2.14 name
   expect_invalid(true, "nvls_tree", {"unknown algorithm \"nvls_tree\"", kValidAlgos});

@@ -366,7 +366,7 @@ std::string repro(const LabEnv& env, const nlohmann::json& c, int n, bool sim) {
                                                      : std::to_string(bytes);
   s += "cclab lab run 01 --ranks " + std::to_string(n) + " --size " + size;
   if (c.value("in_place", false)) s += " --in-place";
-  if (env.student_dir != env.lab_dir) s += " --dir " + shown_path(env.student_dir);
+  s += where_flags(env);
   return s;
 }
 

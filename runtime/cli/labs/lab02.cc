@@ -432,7 +432,7 @@ std::string repro(const LabEnv& env, const nlohmann::json& c, int n, const std::
   s += "cclab lab run 02 --ranks " + std::to_string(n) + " --size " + size_text(k.count * sizeof(float)) + " --chunk " +
        size_text(k.chunk * sizeof(float)) + " --root " + std::to_string(k.root);
   if (k.in_place) s += " --in-place";
-  if (env.student_dir != env.lab_dir) s += " --dir " + shown_path(env.student_dir);
+  s += where_flags(env);
   return s;
 }
 

@@ -108,7 +108,7 @@ nlohmann::json check_flag(const StudentFns& f) {
     return fail("lab_ll_flag(" + std::to_string(s) + ") is " + std::to_string(got) + ", want " + std::to_string(want),
                 hint);
   }
-  return pass("steps 0 .. 2^40: each flag as NCCL's NCCL_LL_FLAG(step + 1)");
+  return pass("11 steps from 0 to 0x123456789a (2^32 - 1 and 2^32 included): each flag as NCCL's NCCL_LL_FLAG(step + 1)");
 }
 
 std::string pack_hint(const LLLine& got, const LLLine& want) {

@@ -273,7 +273,8 @@ std::vector<CheckResult> check_lab04(const LabEnv& env, const std::function<void
         run_error += " at nnodes " + std::to_string(o.last_marker.value("nnodes", 0)) + ", node " +
                      std::to_string(o.last_marker.value("node", 0));
       run_error += "\nrun it alone: cclab lab run 04 --nodes " +
-                   (o.last_marker.is_object() ? std::to_string(o.last_marker.value("nnodes", 8)) : std::string("8"));
+                   (o.last_marker.is_object() ? std::to_string(o.last_marker.value("nnodes", 8)) : std::string("8")) +
+                   where_flags(env);
     } else if (o.result.contains("load_error")) {
       run_error = o.result.value("load_error", std::string());
     } else if (o.result.contains("internal_error")) {

@@ -210,7 +210,8 @@ bool mentions_mismatch(const std::string& e) {
 const char* kHangHint =
     "a rank waits in a collective that another rank never calls. Every rank must call the same "
     "collectives, in the same order, with the same counts: is a nccl call inside an `if` that only some "
-    "ranks take (TODO 1)? The stuck-wait line (the log above, or CCLAB_DOCTOR=0 CCLAB_TIMEOUT=6 cclab lab run "
+    "ranks take (TODO 1), or do the ranks walk the buckets in different orders, so that their k-th calls "
+    "have different counts (TODO 2)? The stuck-wait line (the log above, or CCLAB_DOCTOR=0 CCLAB_TIMEOUT=6 cclab lab run "
     "07 --ranks 2 --size 4) names the rank that waits and the rank it waits for: look at what that rank did "
     "instead";
 const char* kMismatchHint =
@@ -221,9 +222,11 @@ const char* kMismatchHint =
     "(TODO 2); NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL cclab lab run 07 prints each rank's calls with "
     "their counts";
 const char* kWrongHint =
-    "nothing hung, but the averages are wrong: at the same call the ranks passed the same count but "
-    "different buckets (another offset into grads), so each bucket was averaged with another bucket's "
-    "gradients. Every rank must reduce the buckets in the same order (TODO 2)";
+    "nothing hung, but the averages are wrong: at the same call the ranks reduced different buckets "
+    "(another offset into grads), so each bucket was averaged with another bucket's gradients. (Where a "
+    "short last bucket also made the counts differ, the LL protocol did not notice, as NCCL's does not on "
+    "a GPU: its lines carry no size, and the next collective's lines completed the call.) Every rank must "
+    "reduce the buckets in the same order (TODO 2)";
 
 std::string hint_for(const nlohmann::json& cases) {
   bool wait = false, mismatch = false, error = false, wrong = false, loss = false, overflow = false;
@@ -256,7 +259,7 @@ std::string repro(const LabEnv& env, size_t count, int n, bool sim) {
   std::string s = "\nrun it alone: ";
   s += sim ? std::string("CCLAB_BACKEND=sim CCLAB_TOPO=") + kSimTopo + " " : "CCLAB_STUCK_WARN=3 ";
   s += "cclab lab run 07 --ranks " + std::to_string(n) + " --size " + size_arg(count * sizeof(float));
-  if (env.student_dir != env.lab_dir) s += " --dir " + shown_path(env.student_dir);
+  s += where_flags(env);
   return s;
 }
 

@@ -101,7 +101,7 @@ std::string failure_hint(const CommandResult& r) {
     return "peers() must list every rank run() talks to, on both ends (TODO 2)";
   if (r.timed_out || o.find("waiting for") != std::string::npos || o.find("deadlocked") != std::string::npos)
     return "ranks wait for each other: do both ends make matching calls in the same order? Two ranks that both "
-           "send first to each other must use sendrecv / sendrecv_reduce (README, \"The primitives\")";
+           "send first to each other must use sendrecv / sendrecv_reduce (docs/custom-algorithms.md, \"The primitives\")";
   return "";
 }
 
