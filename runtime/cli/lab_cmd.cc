@@ -229,6 +229,51 @@ std::string short_error(const std::string& e) {
   return out;
 }
 
+std::string compiler_messages(const std::string& output, const std::string& log_path) {
+  // Split into groups, each starting at a context line ("file: In instantiation of ...", "In file included
+  // from ..."); a group's key is where its warnings and errors are. A group whose key was seen is a repeat.
+  std::vector<std::string> groups;
+  {
+    std::istringstream in(output);
+    std::string line;
+    while (std::getline(in, line)) {
+      const bool starts = !line.empty() && line[0] != ' ' &&
+                          (line.find(": In ") != std::string::npos || line.find(": At global scope") != std::string::npos ||
+                           starts_with(line, "In file included from"));
+      if (starts || groups.empty()) groups.emplace_back();
+      groups.back() += line + "\n";
+    }
+  }
+  std::vector<std::string> seen;
+  std::string shown;
+  int repeats = 0;
+  for (const auto& g : groups) {
+    std::string key;
+    std::istringstream in(g);
+    // Each diagnostic by where it is and its kind (file:line:column: error): its text names the
+    // instantiation's types, which differ between repeats.
+    for (std::string line; std::getline(in, line);)
+      for (const char* kind : {": warning: ", ": error: "}) {
+        const size_t at = line.find(kind);
+        if (at != std::string::npos) key += line.substr(0, at + std::strlen(kind)) + "\n";
+      }
+    if (!key.empty() && std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      ++repeats;
+      continue;
+    }
+    if (!key.empty()) seen.push_back(key);
+    shown += g;
+  }
+  shown = trim(shown);
+  if (repeats > 0) {
+    std::ofstream log(log_path);
+    log << output;
+    shown += "\n(the same message " + std::to_string(repeats) + (repeats == 1 ? " more time" : " more times") +
+             ", for other instantiations: the whole output is in " + shown_path(log_path) + ")";
+  }
+  return shown;
+}
+
 double check_limit(const LabEnv& env, double own) { return env.timeout_s > 0 ? env.timeout_s : own; }
 
 const std::vector<std::string> kGraderEnvPrefixes{"NCCL_", "CCLAB_"};
@@ -659,7 +704,7 @@ CheckResult compile_student(const LabEnv& env, const std::vector<std::string>& s
   }
   const CommandResult r = compile_shared(env, paths, so_path);
   c.seconds = now_s() - start;
-  std::string msgs = trim(r.output);
+  std::string msgs = compiler_messages(r.output, env.work_dir + "/compile.log");
   // The student's paths are long; the compiler repeats them on every line.
   if (!r.started) {
     c.detail = "cannot run the C compiler '" + env.cc + "': " + msgs;

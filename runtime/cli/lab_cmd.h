@@ -185,6 +185,10 @@ CheckResult check_size_answer(const Answers& a, const std::string& answers_path,
 
 // A runtime error message, short: its first line, and at most 3 of the stuck waits a deadlock lists.
 std::string short_error(const std::string& e);
+// The compiler's messages as a check shows them: a message the compiler repeats for each instantiation of
+// a template (lab 8's schedule, once per datatype) is shown once. The whole output is written to log_path
+// when anything was left out, and the last line says how many repeats were left out and where they are.
+std::string compiler_messages(const std::string& output, const std::string& log_path);
 // A child's result that says the student's library did not load ({"load_error"}: the hint names `header`,
 // where the function's signature is) or the grader could not run it ({"internal_error"}): *c's detail and
 // hint set, true. False for a result with cases.

@@ -5,6 +5,8 @@
 #   skeleton   the star through rank 0, as committed: exact everywhere, but 0.58x Ring's time at 64 KiB on
 #              32 GPUs (target 0.25x) and 0.13x its busbw at 64 MiB on 8 (target 0.75x); no answers (~20 s)
 #   nocompile  a syntax error: the compiler's message, every other check skipped (~2 s)
+#   repeats    an error in the schedule template, which the compiler repeats for each of the 12 datatypes:
+#              shown once, with where the whole output is (~3 s)
 #   renamed    kName changed: the hint to keep MyAllReduce (~3 s)
 #   hang       the solution whose exchanges are a send then a receive (both ranks send first): right up to
 #              a FIFO's worth, then at 32 MiB on 4 ranks the stuck wait's report and the hint about
@@ -46,6 +48,21 @@ case "$case" in
     expect "compile my_allreduce.cc FAIL"
     expect "error: expected ';' before '}' token"
     expect "skipped: needs my_allreduce.cc to compile"
+    ;;
+  repeats)
+    # A mistake in the schedule template: the compiler reports it once per datatype instantiation (12);
+    # the table shows it once and says where the rest is.
+    dir="$(skeleton)"
+    sed -i 's/static void run(P& p) {/static void run(P\& p) {\n    p.no_such_member();/' "$dir/my_allreduce.cc"
+    grep -q "p.no_such_member();" "$dir/my_allreduce.cc" || fail "could not plant the error"
+    check "$dir"
+    expect_rc 1
+    expect "compile my_allreduce.cc FAIL"
+    expect "has no member named 'no_such_member'"
+    expect "(the same message 11 more times, for other instantiations: the whole output is in"
+    [[ $(grep -c "p.no_such_member();" "$out") == 1 ]] || fail "the error is shown more than once"
+    [[ $(grep -c "no_such_member" "$work/08-your-own-algorithm/compile.log") -ge 12 ]] ||
+      fail "compile.log does not hold the whole output"
     ;;
   renamed)
     solution_variant renamed 'kName = "MyAllReduce"' 'kName = "Mine"'

@@ -69,11 +69,13 @@ CheckResult compile_plugin(const LabEnv& env) {
     c.detail = "could not run " + argv[2];
     c.hint = "install a C++ compiler (apt-get install g++) or set CXX";
   } else if (r.timed_out || r.exit_code != 0) {
-    c.detail = (r.timed_out ? "the compiler timed out" : "the compiler failed") + std::string(":\n") + r.output;
+    c.detail = (r.timed_out ? "the compiler timed out" : "the compiler failed") + std::string(":\n") +
+               compiler_messages(r.output, env.work_dir + "/compile.log");
     c.hint = "fix the first error the compiler reports; the interface is kernels/custom.h (docs/custom-algorithms.md)";
   } else {
     c.passed = true;
-    c.detail = r.output.empty() ? shown : shown + "\n" + r.output;
+    const std::string msgs = compiler_messages(r.output, env.work_dir + "/compile.log");
+    c.detail = msgs.empty() ? shown : shown + "\n" + msgs;
   }
   return c;
 }
