@@ -74,11 +74,17 @@ void legend(VizState* s, int links_busy, int chunks) {
   help_marker(
       "A square per step whose data is moving at the cursor (data_us <= t < end_us) and that sends: it "
       "travels its route's links from sender to receiver as the step progresses, coloured by channel.");
-  const int nch = std::min(12, std::max<int>(static_cast<int>(t.channels.size()), s->index.nchannels()));
+  const int all = std::max<int>(static_cast<int>(t.channels.size()), s->index.nchannels());
+  const int nch = std::min(12, all);
   for (int c = 0; c < nch; ++c) {
     if (c % 3) ImGui::SameLine();
     swatch(channel_color(c), printf_str("ch %d", c).c_str());
   }
+  // The palette has 12 colours: say so when the run has more channels (16 on a multi-node DGX H100).
+  if (all > 24)
+    ImGui::TextDisabled("ch 12-%d: ch c mod 12's", all - 1);
+  else if (all > 12)
+    ImGui::TextDisabled("ch 12-%d: colours of ch 0-%d", all - 1, all - 13);
   if (!t.stuck.empty()) {
     ImGui::Spacing();
     ImGui::TextUnformatted("Stuck (the doctor)");
