@@ -1220,10 +1220,7 @@ int cmd_run(const Common& c) {
   if (!make_work_dir(e, "run")) return kLabExitUsage;
   // The lab's clock starts at its first run or check (`cclab lab list`: how long it took to pass).
   nlohmann::json status = read_status(status_path(e));
-  if (!status.contains("started")) {
-    note_started(&status, static_cast<long long>(time(nullptr)));
-    write_status(status_path(e), status);
-  }
+  if (note_started(&status, static_cast<long long>(time(nullptr)))) write_status(status_path(e), status);
   return lab->run(e, std::vector<std::string>(c.rest.begin() + 1, c.rest.end()));
 }
 

@@ -25,8 +25,10 @@ bool has_integer(const nlohmann::json& s, const char* key) {
 }
 }  // namespace
 
-void note_started(nlohmann::json* status, long long now) {
-  if (!has_integer(*status, "started")) (*status)["started"] = now;
+bool note_started(nlohmann::json* status, long long now) {
+  if (has_integer(*status, "started")) return false;
+  (*status)["started"] = now;
+  return true;
 }
 
 void note_check(nlohmann::json* status, bool all_passed, long long now) {
@@ -44,8 +46,7 @@ long long course_started(const std::string& work_root) {
 
 TimeToPass time_to_pass(const nlohmann::json& status, long long course_start, bool first_lab) {
   TimeToPass r;
-  if (!status.is_object()) return r;
-  if (!has_integer(status, "started") || !has_integer(status, "first_passed")) return r;
+  if (!status.is_object() || !has_integer(status, "started") || !has_integer(status, "first_passed")) return r;
   long long from = status["started"].get<long long>();
   if (first_lab && course_start > 0 && course_start < from) {
     from = course_start;

@@ -15,7 +15,8 @@ nlohmann::json read_status(const std::string& path);
 bool write_status(const std::string& path, const nlohmann::json& status);
 
 // A `cclab lab run` or `check` at `now` (seconds since the epoch): "started" unless already there.
-void note_started(nlohmann::json* status, long long now);
+// True when it set it (the status changed).
+bool note_started(nlohmann::json* status, long long now);
 // A check that ran at `now`: "checks_run" + 1, and "first_passed" the first time all checks pass.
 void note_check(nlohmann::json* status, bool all_passed, long long now);
 

@@ -51,6 +51,7 @@ struct ListSpec {
   const char* kind;        // "algorithm"
   const char* const* names;
   int count;
+  const char* also_valid = nullptr;  // what else the variable may name, said with the valid names
 };
 
 class ListParser {
@@ -70,11 +71,8 @@ class ListParser {
 
  private:
   std::string valid_names() const {
-    std::string s = std::string("; valid ") + spec_.kind + "s are " + join_names(spec_.names, spec_.count) +
-                    " (case-insensitive)";
-    // A custom algorithm's name is valid only once its plugin is loaded (docs/custom-algorithms.md).
-    if (std::string(spec_.kind) == "algorithm") s += ", and a custom algorithm's name once CCLAB_ALGO_PLUGIN loads it";
-    return s;
+    return std::string("; valid ") + spec_.kind + "s are " + join_names(spec_.names, spec_.count) +
+           " (case-insensitive)" + (spec_.also_valid ? std::string(", and ") + spec_.also_valid : std::string());
   }
   std::string valid_colls() const {
     return std::string("; valid collectives are ") + join_names(kCollNames, kNumColls) + " (case-insensitive)";
@@ -202,7 +200,9 @@ AlgoProtoEnable::AlgoProtoEnable() {
 }
 
 ncclResult_t parse_algo_env(const char* value, AlgoProtoEnable* out, std::string* error) {
-  static const ListSpec spec{"NCCL_ALGO", "algorithm", kAlgoNames, kNumAlgos};
+  // A custom algorithm's name is valid only once its plugin is loaded (docs/custom-algorithms.md).
+  static const ListSpec spec{"NCCL_ALGO", "algorithm", kAlgoNames, kNumAlgos,
+                             "a custom algorithm's name once CCLAB_ALGO_PLUGIN loads it"};
   return parse_env(spec, value, out->algo, out->algo_from_env, error);
 }
 
